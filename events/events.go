@@ -1,0 +1,217 @@
+// Package events defines the ledger's event vocabulary: explicit, versioned
+// event names, msgpack payloads with explicit field tags, the envelope that
+// carries them on a JetStream subject, and the hash chain that makes a site's
+// history tamper-evident.
+//
+// An event, once shipped, never changes: a new shape gets a new name (".v2")
+// and an upcaster in Decode. Names are constants, never derived by reflection.
+package events
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Event names. Each is the stable identity of one payload shape.
+const (
+	SiteCreatedName              = "site.created.v1"
+	SiteUpdatedName              = "site.updated.v1"
+	SiteSecretRotatedName        = "site.secret_rotated.v1"
+	SiteWebhookSecretRotatedName = "site.webhook_secret_rotated.v1"
+	TreasuryAdjustedName         = "treasury.adjusted.v1"
+	DepositRequestedName         = "deposit.requested.v1"
+	DepositApprovedName          = "deposit.approved.v1"
+	DepositRejectedName          = "deposit.rejected.v1"
+	DepositExpiredName           = "deposit.expired.v1"
+	WithdrawalRequestedName      = "withdrawal.requested.v1"
+	WithdrawalProcessingName     = "withdrawal.processing.v1"
+	WithdrawalPaidName           = "withdrawal.paid.v1"
+	WithdrawalRejectedName       = "withdrawal.rejected.v1"
+	BankCreatedName              = "bank.created.v1"
+	BankUpdatedName              = "bank.updated.v1"
+)
+
+// Actors that are not operators. Operator actions carry the operator's id.
+const (
+	ActorMerchant = "merchant"
+	ActorSystem   = "system"
+)
+
+// Payload is implemented by every event payload; EventName returns one of
+// the constants above so the name travels with the type explicitly.
+type Payload interface {
+	EventName() string
+}
+
+// Event is one fact in a site's (or the catalog's) history.
+type Event struct {
+	// Name is the payload's versioned name.
+	Name string
+	// Time is when the event was decided, in Unix milliseconds.
+	Time int64
+	// Actor is who caused it: ActorMerchant, ActorSystem or an operator id.
+	Actor string
+	// Payload is the decoded payload.
+	Payload Payload
+	// Prev is the chain hash of the previous event of the same subject
+	// (all zero for the first event).
+	Prev [32]byte
+
+	// data is the payload as stored, kept by Decode for hashing.
+	data []byte
+}
+
+// At returns the event time as a time.Time in UTC.
+func (e Event) At() time.Time { return time.UnixMilli(e.Time).UTC() }
+
+// ErrUnknownEvent is returned by Decode for a name this build does not know.
+var ErrUnknownEvent = errors.New("unknown event name")
+
+// ErrCorrupt is returned when a message cannot be decoded.
+var ErrCorrupt = errors.New("corrupt message")
+
+// wireEvent is the stored shape of one event inside a message.
+type wireEvent struct {
+	Name  string             `msgpack:"n"`
+	Time  int64              `msgpack:"t"`
+	Actor string             `msgpack:"a"`
+	Data  msgpack.RawMessage `msgpack:"d"`
+	Prev  []byte             `msgpack:"p"`
+}
+
+// wireMessage is the stored shape of one JetStream message: the events that
+// were committed together (group commit) for one subject.
+type wireMessage struct {
+	Version int         `msgpack:"v"`
+	Events  []wireEvent `msgpack:"e"`
+}
+
+const messageVersion = 1
+
+// Seal chains evs onto prev (the chain hash of the subject's last stored
+// event), setting each event's Prev, and encodes them as one message. It
+// returns the message bytes and the chain hash of the last event, which the
+// next message of the subject must start from.
+func Seal(prev [32]byte, evs []Event) ([]byte, [32]byte, error) {
+	m := wireMessage{Version: messageVersion, Events: make([]wireEvent, len(evs))}
+	for i := range evs {
+		e := &evs[i]
+		data, err := msgpack.Marshal(e.Payload)
+		if err != nil {
+			return nil, prev, fmt.Errorf("encode %s: %w", e.Name, err)
+		}
+		e.Prev = prev
+		e.data = data
+		m.Events[i] = wireEvent{Name: e.Name, Time: e.Time, Actor: e.Actor, Data: data, Prev: append([]byte(nil), prev[:]...)}
+		prev = hashParts(e.Prev, e.Name, e.Time, e.Actor, data)
+	}
+	b, err := msgpack.Marshal(&m)
+	if err != nil {
+		return nil, prev, fmt.Errorf("encode message: %w", err)
+	}
+	return b, prev, nil
+}
+
+// Decode parses one stored message into its events, upcasting old versions.
+func Decode(b []byte) ([]Event, error) {
+	var m wireMessage
+	if err := msgpack.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if m.Version != messageVersion {
+		return nil, fmt.Errorf("%w: message version %d", ErrCorrupt, m.Version)
+	}
+	out := make([]Event, len(m.Events))
+	for i, w := range m.Events {
+		p, err := decodePayload(w.Name, w.Data)
+		if err != nil {
+			return nil, err
+		}
+		if len(w.Prev) != 32 {
+			return nil, fmt.Errorf("%w: %s prev hash has %d bytes", ErrCorrupt, w.Name, len(w.Prev))
+		}
+		e := Event{Name: w.Name, Time: w.Time, Actor: w.Actor, Payload: p, data: w.Data}
+		copy(e.Prev[:], w.Prev)
+		out[i] = e
+	}
+	return out, nil
+}
+
+func decodePayload(name string, data []byte) (Payload, error) {
+	var p Payload
+	switch name {
+	case SiteCreatedName:
+		p = &SiteCreated{}
+	case SiteUpdatedName:
+		p = &SiteUpdated{}
+	case SiteSecretRotatedName:
+		p = &SiteSecretRotated{}
+	case SiteWebhookSecretRotatedName:
+		p = &SiteWebhookSecretRotated{}
+	case TreasuryAdjustedName:
+		p = &TreasuryAdjusted{}
+	case DepositRequestedName:
+		p = &DepositRequested{}
+	case DepositApprovedName:
+		p = &DepositApproved{}
+	case DepositRejectedName:
+		p = &DepositRejected{}
+	case DepositExpiredName:
+		p = &DepositExpired{}
+	case WithdrawalRequestedName:
+		p = &WithdrawalRequested{}
+	case WithdrawalProcessingName:
+		p = &WithdrawalProcessing{}
+	case WithdrawalPaidName:
+		p = &WithdrawalPaid{}
+	case WithdrawalRejectedName:
+		p = &WithdrawalRejected{}
+	case BankCreatedName:
+		p = &BankCreated{}
+	case BankUpdatedName:
+		p = &BankUpdated{}
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, name)
+	}
+	if err := msgpack.Unmarshal(data, p); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	return p, nil
+}
+
+// Hash returns the chain hash of e: SHA-256 over its Prev and its name,
+// time, actor and payload bytes. The next event of the subject stores it as
+// its Prev, so rewriting any stored event breaks the chain right after it.
+// A decoded event is hashed over the bytes as stored, so tampering with the
+// payload is detected even when it still decodes.
+func Hash(e Event) ([32]byte, error) {
+	data := e.data
+	if data == nil {
+		var err error
+		if data, err = msgpack.Marshal(e.Payload); err != nil {
+			return [32]byte{}, fmt.Errorf("hash %s: %w", e.Name, err)
+		}
+	}
+	return hashParts(e.Prev, e.Name, e.Time, e.Actor, data), nil
+}
+
+func hashParts(prev [32]byte, name string, t int64, actor string, data []byte) [32]byte {
+	h := sha256.New()
+	h.Write(prev[:])
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	var tb [8]byte
+	binary.BigEndian.PutUint64(tb[:], uint64(t))
+	h.Write(tb[:])
+	h.Write([]byte(actor))
+	h.Write([]byte{0})
+	h.Write(data)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}

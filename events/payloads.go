@@ -1,0 +1,226 @@
+package events
+
+// SiteCreated opens a merchant site's history. Secrets are kept in the stream
+// because every replica must verify request signatures with them (HMAC is
+// symmetric); access to the stream is access to the secrets.
+type SiteCreated struct {
+	SiteID            string   `msgpack:"id"`
+	Name              string   `msgpack:"name"`
+	AppKey            string   `msgpack:"appKey"`
+	Secret            string   `msgpack:"secret"`
+	WebhookSecret     string   `msgpack:"webhookSecret"`
+	NegativeLimit     int64    `msgpack:"negativeLimit"`
+	IPAllowlist       []string `msgpack:"ipAllowlist"`
+	CallbackURL       string   `msgpack:"callbackUrl"`
+	HostedPage        bool     `msgpack:"hostedPage"`
+	DepositTTLSeconds int64    `msgpack:"depositTtl"`
+	RateLimit         int64    `msgpack:"rateLimit"`
+}
+
+// EventName implements Payload.
+func (*SiteCreated) EventName() string { return SiteCreatedName }
+
+// SiteUpdated changes some of a site's settings; a nil field is unchanged.
+type SiteUpdated struct {
+	Name              *string   `msgpack:"name,omitempty"`
+	NegativeLimit     *int64    `msgpack:"negativeLimit,omitempty"`
+	IPAllowlist       *[]string `msgpack:"ipAllowlist,omitempty"`
+	CallbackURL       *string   `msgpack:"callbackUrl,omitempty"`
+	HostedPage        *bool     `msgpack:"hostedPage,omitempty"`
+	DepositTTLSeconds *int64    `msgpack:"depositTtl,omitempty"`
+	RateLimit         *int64    `msgpack:"rateLimit,omitempty"`
+}
+
+// EventName implements Payload.
+func (*SiteUpdated) EventName() string { return SiteUpdatedName }
+
+// SiteSecretRotated replaces the request-signing secret; the previous one
+// stays valid until PreviousValidUntil (Unix ms).
+type SiteSecretRotated struct {
+	Secret             string `msgpack:"secret"`
+	PreviousValidUntil int64  `msgpack:"prevUntil"`
+}
+
+// EventName implements Payload.
+func (*SiteSecretRotated) EventName() string { return SiteSecretRotatedName }
+
+// SiteWebhookSecretRotated replaces the callback-signing secret; callbacks are
+// signed with both until PreviousValidUntil (Unix ms).
+type SiteWebhookSecretRotated struct {
+	Secret             string `msgpack:"secret"`
+	PreviousValidUntil int64  `msgpack:"prevUntil"`
+}
+
+// EventName implements Payload.
+func (*SiteWebhookSecretRotated) EventName() string { return SiteWebhookSecretRotatedName }
+
+// TreasuryAdjusted credits (positive) or debits (negative) the site treasury.
+type TreasuryAdjusted struct {
+	Amount int64  `msgpack:"amount"`
+	Reason string `msgpack:"reason"`
+}
+
+// EventName implements Payload.
+func (*TreasuryAdjusted) EventName() string { return TreasuryAdjustedName }
+
+// DepositRequested records a new pending deposit and everything the merchant
+// was shown for it, so the record can be served again exactly.
+type DepositRequested struct {
+	TxID           string `msgpack:"tx"`
+	ProcessID      string `msgpack:"processId"`
+	BankID         string `msgpack:"bankId"`
+	BankCode       string `msgpack:"bank"`
+	BankName       string `msgpack:"bankName"`
+	IdentifierKind string `msgpack:"kind"`
+	Amount         int64  `msgpack:"amount"`
+	UserID         string `msgpack:"userId"`
+	UserName       string `msgpack:"userName"`
+	Name           string `msgpack:"name"`
+	ConvertedName  string `msgpack:"convertedName"`
+	SenderName     string `msgpack:"senderName,omitempty"`
+	Lang           string `msgpack:"lang"`
+	AccountName    string `msgpack:"accountName"`
+	AccountNumber  string `msgpack:"accountNumber"`
+	ExpiresAt      int64  `msgpack:"expiresAt"`
+	// HostedToken is the unguessable token of the hosted payment page; empty
+	// when the site had no hosted page when the deposit was created.
+	HostedToken string `msgpack:"hostedToken,omitempty"`
+}
+
+// EventName implements Payload.
+func (*DepositRequested) EventName() string { return DepositRequestedName }
+
+// DepositApproved credits the treasury with Amount, the amount actually
+// received; Requested is the amount originally asked for.
+type DepositApproved struct {
+	TxID      string `msgpack:"tx"`
+	Amount    int64  `msgpack:"amount"`
+	Requested int64  `msgpack:"requested"`
+}
+
+// EventName implements Payload.
+func (*DepositApproved) EventName() string { return DepositApprovedName }
+
+// DepositRejected closes a deposit without money moving.
+type DepositRejected struct {
+	TxID   string `msgpack:"tx"`
+	Reason string `msgpack:"reason"`
+}
+
+// EventName implements Payload.
+func (*DepositRejected) EventName() string { return DepositRejectedName }
+
+// DepositExpired closes a pending deposit whose expiresAt has passed; an
+// operator may still approve it later.
+type DepositExpired struct {
+	TxID string `msgpack:"tx"`
+}
+
+// EventName implements Payload.
+func (*DepositExpired) EventName() string { return DepositExpiredName }
+
+// WithdrawalRequested records a pay-out and reserves Amount from the treasury.
+type WithdrawalRequested struct {
+	TxID           string `msgpack:"tx"`
+	ProcessID      string `msgpack:"processId"`
+	BankID         string `msgpack:"bankId"`
+	BankCode       string `msgpack:"bank"`
+	IdentifierKind string `msgpack:"kind"`
+	Amount         int64  `msgpack:"amount"`
+	UserID         string `msgpack:"userId"`
+	UserName       string `msgpack:"userName"`
+	Name           string `msgpack:"name"`
+	ConvertedName  string `msgpack:"convertedName"`
+	AccountName    string `msgpack:"accountName"`
+	IBAN           string `msgpack:"iban"`
+}
+
+// EventName implements Payload.
+func (*WithdrawalRequested) EventName() string { return WithdrawalRequestedName }
+
+// WithdrawalProcessing records that an operator has taken the withdrawal.
+type WithdrawalProcessing struct {
+	TxID string `msgpack:"tx"`
+}
+
+// EventName implements Payload.
+func (*WithdrawalProcessing) EventName() string { return WithdrawalProcessingName }
+
+// WithdrawalPaid debits the treasury and releases the reservation.
+type WithdrawalPaid struct {
+	TxID      string `msgpack:"tx"`
+	Reference string `msgpack:"reference,omitempty"`
+}
+
+// EventName implements Payload.
+func (*WithdrawalPaid) EventName() string { return WithdrawalPaidName }
+
+// WithdrawalRejected releases the reservation without paying.
+type WithdrawalRejected struct {
+	TxID   string `msgpack:"tx"`
+	Reason string `msgpack:"reason"`
+}
+
+// EventName implements Payload.
+func (*WithdrawalRejected) EventName() string { return WithdrawalRejectedName }
+
+// LocalizedName is a display name in the three supported languages.
+type LocalizedName struct {
+	En string `msgpack:"en" json:"en"`
+	Ar string `msgpack:"ar" json:"ar"`
+	Ku string `msgpack:"ku" json:"ku"`
+}
+
+// Account is a recipient account that end users pay deposits into.
+type Account struct {
+	AccountName   string `msgpack:"accountName" json:"accountName"`
+	AccountNumber string `msgpack:"accountNumber" json:"accountNumber"`
+}
+
+// BankCreated adds a payment method to the catalog.
+type BankCreated struct {
+	BankID         string        `msgpack:"id"`
+	Code           string        `msgpack:"code"`
+	Name           LocalizedName `msgpack:"name"`
+	IdentifierKind string        `msgpack:"kind"`
+	MinAmount      int64         `msgpack:"min"`
+	MaxAmount      int64         `msgpack:"max"`
+	Deposit        bool          `msgpack:"deposit"`
+	Withdraw       bool          `msgpack:"withdraw"`
+	Accounts       []Account     `msgpack:"accounts"`
+}
+
+// EventName implements Payload.
+func (*BankCreated) EventName() string { return BankCreatedName }
+
+// BankUpdated changes some of a method's settings; a nil field is unchanged.
+// Enabled false takes the method out of listings and new requests.
+type BankUpdated struct {
+	BankID    string         `msgpack:"id"`
+	Name      *LocalizedName `msgpack:"name,omitempty"`
+	MinAmount *int64         `msgpack:"min,omitempty"`
+	MaxAmount *int64         `msgpack:"max,omitempty"`
+	Deposit   *bool          `msgpack:"deposit,omitempty"`
+	Withdraw  *bool          `msgpack:"withdraw,omitempty"`
+	Accounts  *[]Account     `msgpack:"accounts,omitempty"`
+	Enabled   *bool          `msgpack:"enabled,omitempty"`
+}
+
+// EventName implements Payload.
+func (*BankUpdated) EventName() string { return BankUpdatedName }
+
+// Subjects. One subject per site keeps its history totally ordered; the
+// catalog of methods has a subject of its own.
+const (
+	// StreamName is the ledger stream.
+	StreamName = "LEDGER"
+	// SubjectPrefix is the common prefix of every ledger subject.
+	SubjectPrefix = "ledger."
+	// SitePrefix prefixes a site subject; the rest is the site id.
+	SitePrefix = "ledger.site."
+	// CatalogSubject holds the methods (banks) shared by all sites.
+	CatalogSubject = "ledger.catalog"
+)
+
+// SiteSubject returns the subject of a site's history.
+func SiteSubject(siteID string) string { return SitePrefix + siteID }
