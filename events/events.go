@@ -215,3 +215,16 @@ func hashParts(prev [32]byte, name string, t int64, actor string, data []byte) [
 	h.Sum(out[:0])
 	return out
 }
+
+// Store errors, shared by every store implementation so the service can match
+// them without importing one.
+var (
+	// ErrConflict means the subject moved on since the expected sequence:
+	// reload and decide again.
+	ErrConflict = errors.New("append conflict: subject changed since it was read")
+	// ErrUnavailable means the store could not be reached; when returned
+	// by an append, the message was not stored.
+	ErrUnavailable = errors.New("event store unavailable")
+	// ErrNotFound means no such message or snapshot.
+	ErrNotFound = errors.New("not found in event store")
+)

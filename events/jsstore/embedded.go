@@ -1,0 +1,83 @@
+package jsstore
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// ServerConfig configures an embedded nats-server with JetStream.
+type ServerConfig struct {
+	// Dir is the JetStream store directory.
+	Dir string
+	// SyncAlways fsyncs every message before it is acknowledged. Without
+	// it the server syncs every 2 minutes and a machine crash can lose
+	// acknowledged writes.
+	SyncAlways bool
+	// Listen exposes the client port ("host:port"); empty: in-process only.
+	Listen string
+}
+
+// RunServer starts an embedded nats-server and waits until it accepts
+// connections.
+func RunServer(c ServerConfig) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName: "gateway-embedded",
+		JetStream:  true,
+		StoreDir:   c.Dir,
+		SyncAlways: c.SyncAlways,
+		NoSigs:     true,
+		NoLog:      true,
+		Port:       server.RANDOM_PORT,
+		Host:       "127.0.0.1",
+		// A ledger message may hold a group of events; allow large ones.
+		MaxPayload: 8 << 20,
+	}
+	if c.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("nats listen %q: %w", c.Listen, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("nats listen port %q: %w", port, err)
+		}
+		opts.Host, opts.Port = host, p
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded nats: not ready after 30s")
+	}
+	return s, nil
+}
+
+// ConnectInProcess connects to an embedded server without a socket.
+func ConnectInProcess(s *server.Server, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name(name), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("connect embedded nats: %w", err)
+	}
+	return nc, nil
+}
+
+// Connect connects to an external server or cluster (comma-separated URLs)
+// and keeps reconnecting for ever: the gateway answers 503 meanwhile.
+func Connect(urls, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(urls, nats.Name(name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("connect nats %s: %w", urls, err)
+	}
+	return nc, nil
+}

@@ -1,0 +1,354 @@
+// Package jsstore is the JetStream adapter of the ledger: it appends sealed
+// messages with an expected per-subject sequence, reads them back, follows
+// the stream for projections, and keeps snapshots in an object store. It maps
+// JetStream's conflict codes to events.ErrConflict.
+package jsstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"gateway/events"
+)
+
+// Options configure the streams.
+type Options struct {
+	// Replicas is the stream replication factor (1 embedded, 3 in a cluster).
+	Replicas int
+	// Stream overrides the ledger stream name (tests).
+	Stream string
+}
+
+// Store is the ledger's JetStream event store.
+type Store struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	snaps  jetstream.ObjectStore
+	name   string
+}
+
+const snapshotBucket = "LEDGER_SNAPSHOTS"
+
+// Open creates (or updates) the ledger stream and the snapshot bucket.
+func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.Stream == "" {
+		o.Stream = events.StreamName
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        o.Stream,
+		Description: "payment gateway ledger: one subject per site, the only write",
+		Subjects:    []string{events.SubjectPrefix + ">"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxMsgs:     -1,
+		MaxBytes:    -1,
+		MaxAge:      0,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		AllowDirect: true,
+		Duplicates:  2 * time.Minute,
+		Replicas:    o.Replicas,
+		MaxMsgSize:  8 << 20,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create stream %s: %w", o.Stream, mapErr(err))
+	}
+	snaps, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      snapshotBucket,
+		Description: "derived site state at a known ledger sequence; rebuildable from the ledger",
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create snapshot bucket: %w", mapErr(err))
+	}
+	return &Store{nc: nc, js: js, stream: st, snaps: snaps, name: o.Stream}, nil
+}
+
+// Append stores data on subject only if the subject's last message is still
+// expectLast (0: the subject must be empty). It returns the new message's
+// stream sequence. A publish whose outcome is unknown (timeout) is retried
+// with the same message id, so the server's duplicate window turns a retry of
+// a stored message into its original acknowledgement.
+func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
+	id := newMsgID()
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, err)
+		}
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ack, err := s.js.Publish(actx, subject, data,
+			jetstream.WithExpectLastSequencePerSubject(expectLast),
+			jetstream.WithExpectStream(s.name),
+			jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		if isConflict(err) {
+			return 0, fmt.Errorf("append %s at %d: %w", subject, expectLast, events.ErrConflict)
+		}
+		lastErr = err
+		if !retryable(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+		}
+	}
+	return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, lastErr)
+}
+
+// Msg is one stored message.
+type Msg struct {
+	Seq     uint64
+	Subject string
+	Data    []byte
+}
+
+// Get reads the message at seq.
+func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
+	m, err := s.stream.GetMsg(ctx, seq)
+	if err != nil {
+		return Msg{}, fmt.Errorf("get %d: %w", seq, mapErr(err))
+	}
+	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
+}
+
+// Next reads the first message of subject at or after seq.
+func (s *Store) Next(ctx context.Context, subject string, seq uint64) (Msg, error) {
+	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+	if err != nil {
+		return Msg{}, fmt.Errorf("next %s from %d: %w", subject, seq, mapErr(err))
+	}
+	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
+}
+
+// LastSeq returns the stream's last sequence (0 when empty).
+func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("stream info: %w", mapErr(err))
+	}
+	return info.State.LastSeq, nil
+}
+
+// LastFor returns the sequence of subject's last message (0 when none).
+func (s *Store) LastFor(ctx context.Context, subject string) (uint64, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last for %s: %w", subject, mapErr(err))
+	}
+	return m.Sequence, nil
+}
+
+// Read calls fn for every message matching filter (a subject or wildcard)
+// with sequence ≥ from, in stream order, until no matching message is
+// pending. It is the bulk path: start-up replay, audits, rebuilds.
+func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(Msg) error) error {
+	if from == 0 {
+		from = 1
+	}
+	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", filter, mapErr(err))
+	}
+	for {
+		// A no-wait fetch answers at once with what is pending; an empty
+		// answer means the filter has nothing more.
+		batch, err := cons.FetchNoWait(1000)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", filter, mapErr(err))
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("read %s: metadata: %w", filter, err)
+			}
+			if err := fn(Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
+				return err
+			}
+			if md.NumPending == 0 {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("read %s: %w", filter, mapErr(err))
+		}
+		if n == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// Follow delivers every message matching filter from sequence from onwards,
+// now and as they are appended, until ctx ends. fn runs on one goroutine in
+// stream order; an ordered consumer recreates itself after a disconnect, so
+// a follower never skips or repeats a message.
+func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(Msg)) error {
+	if from == 0 {
+		from = 1
+	}
+	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    from,
+	})
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", filter, mapErr(err))
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", filter, mapErr(err))
+	}
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return fmt.Errorf("follow %s: %w", filter, mapErr(err))
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("follow %s: metadata: %w", filter, err)
+		}
+		fn(Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()})
+	}
+}
+
+// SaveSnapshot stores derived state for name at stream sequence seq,
+// replacing the previous one.
+func (s *Store) SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error {
+	_, err := s.snaps.Put(ctx, jetstream.ObjectMeta{
+		Name:     name,
+		Metadata: map[string]string{"seq": strconv.FormatUint(seq, 10)},
+	}, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("save snapshot %s: %w", name, mapErr(err))
+	}
+	return nil
+}
+
+// LoadSnapshot returns the latest snapshot of name and its sequence;
+// events.ErrNotFound when there is none.
+func (s *Store) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	r, err := s.snaps.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return 0, nil, fmt.Errorf("snapshot %s: %w", name, events.ErrNotFound)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("load snapshot %s: %w", name, mapErr(err))
+	}
+	defer r.Close()
+	info, err := r.Info()
+	if err != nil {
+		return 0, nil, fmt.Errorf("load snapshot %s: %w", name, err)
+	}
+	seq, err := strconv.ParseUint(info.Metadata["seq"], 10, 64)
+	if err != nil {
+		return 0, nil, fmt.Errorf("snapshot %s: bad seq %q", name, info.Metadata["seq"])
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return 0, nil, fmt.Errorf("load snapshot %s: %w", name, mapErr(err))
+	}
+	return seq, data, nil
+}
+
+// ListSnapshots returns the names of all stored snapshots.
+func (s *Store) ListSnapshots(ctx context.Context) ([]string, error) {
+	infos, err := s.snaps.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", mapErr(err))
+	}
+	out := make([]string, 0, len(infos))
+	for _, i := range infos {
+		if !i.Deleted {
+			out = append(out, i.Name)
+		}
+	}
+	return out, nil
+}
+
+// Ping checks that the stream answers.
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.LastSeq(ctx)
+	return err
+}
+
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant, 10163:
+			return true
+		}
+	}
+	return false
+}
+
+// retryable reports errors after which the publish may or may not have been
+// stored: only a retry with the same message id is safe then.
+func retryable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionReconnecting)
+}
+
+func mapErr(err error) error {
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("%w: %v", events.ErrNotFound, err)
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", events.ErrUnavailable, err)
+}
+
+func newMsgID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
