@@ -228,3 +228,13 @@ var (
 	// ErrNotFound means no such message or snapshot.
 	ErrNotFound = errors.New("not found in event store")
 )
+
+// Msg is one stored message of the ledger stream.
+type Msg struct {
+	// Seq is the stream sequence.
+	Seq uint64
+	// Subject is the message subject (a site's or the catalog's).
+	Subject string
+	// Data is the sealed message (see Seal).
+	Data []byte
+}

@@ -120,29 +120,22 @@ func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, d
 	return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, lastErr)
 }
 
-// Msg is one stored message.
-type Msg struct {
-	Seq     uint64
-	Subject string
-	Data    []byte
-}
-
 // Get reads the message at seq.
-func (s *Store) Get(ctx context.Context, seq uint64) (Msg, error) {
+func (s *Store) Get(ctx context.Context, seq uint64) (events.Msg, error) {
 	m, err := s.stream.GetMsg(ctx, seq)
 	if err != nil {
-		return Msg{}, fmt.Errorf("get %d: %w", seq, mapErr(err))
+		return events.Msg{}, fmt.Errorf("get %d: %w", seq, mapErr(err))
 	}
-	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
+	return events.Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
 }
 
 // Next reads the first message of subject at or after seq.
-func (s *Store) Next(ctx context.Context, subject string, seq uint64) (Msg, error) {
+func (s *Store) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
 	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 	if err != nil {
-		return Msg{}, fmt.Errorf("next %s from %d: %w", subject, seq, mapErr(err))
+		return events.Msg{}, fmt.Errorf("next %s from %d: %w", subject, seq, mapErr(err))
 	}
-	return Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
+	return events.Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
 }
 
 // LastSeq returns the stream's last sequence (0 when empty).
@@ -169,7 +162,7 @@ func (s *Store) LastFor(ctx context.Context, subject string) (uint64, error) {
 // Read calls fn for every message matching filter (a subject or wildcard)
 // with sequence ≥ from, in stream order, until no matching message is
 // pending. It is the bulk path: start-up replay, audits, rebuilds.
-func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(Msg) error) error {
+func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
 	if from == 0 {
 		from = 1
 	}
@@ -195,7 +188,7 @@ func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(Ms
 			if err != nil {
 				return fmt.Errorf("read %s: metadata: %w", filter, err)
 			}
-			if err := fn(Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
+			if err := fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
 				return err
 			}
 			if md.NumPending == 0 {
@@ -218,7 +211,7 @@ func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(Ms
 // now and as they are appended, until ctx ends. fn runs on one goroutine in
 // stream order; an ordered consumer recreates itself after a disconnect, so
 // a follower never skips or repeats a message.
-func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(Msg)) error {
+func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
 	if from == 0 {
 		from = 1
 	}
@@ -250,7 +243,7 @@ func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(
 		if err != nil {
 			return fmt.Errorf("follow %s: metadata: %w", filter, err)
 		}
-		fn(Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()})
+		fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()})
 	}
 }
 

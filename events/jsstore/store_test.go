@@ -100,7 +100,7 @@ func TestStore_readAndFollow(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var got []uint64
-	require.NoError(t, st.Read(ctx, events.SitePrefix+">", 1, func(m Msg) error {
+	require.NoError(t, st.Read(ctx, events.SitePrefix+">", 1, func(m events.Msg) error {
 		got = append(got, m.Seq)
 		return nil
 	}))
@@ -108,7 +108,7 @@ func TestStore_readAndFollow(t *testing.T) {
 	assert.Equal(t, prev, got[len(got)-1])
 
 	var one int
-	require.NoError(t, st.Read(ctx, events.SiteSubject("s1"), 100, func(m Msg) error {
+	require.NoError(t, st.Read(ctx, events.SiteSubject("s1"), 100, func(m events.Msg) error {
 		assert.Equal(t, events.SiteSubject("s1"), m.Subject)
 		one++
 		return nil
@@ -122,14 +122,14 @@ func TestStore_readAndFollow(t *testing.T) {
 	assert.Equal(t, want, one)
 
 	var empty int
-	require.NoError(t, st.Read(ctx, events.SiteSubject("none"), 1, func(Msg) error { empty++; return nil }))
+	require.NoError(t, st.Read(ctx, events.SiteSubject("none"), 1, func(events.Msg) error { empty++; return nil }))
 	assert.Zero(t, empty)
 
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	seen := make(chan uint64, 10)
 	go func() {
-		_ = st.Follow(fctx, events.SubjectPrefix+">", prev, func(m Msg) { seen <- m.Seq })
+		_ = st.Follow(fctx, events.SubjectPrefix+">", prev, func(m events.Msg) { seen <- m.Seq })
 	}()
 	assert.Equal(t, prev, <-seen)
 	next, err := st.Append(ctx, events.CatalogSubject, 0, []byte("x"))

@@ -1,0 +1,272 @@
+package aggregates
+
+import (
+	"gateway/events"
+)
+
+// journal records how to undo the events applied since Begin, so a batch
+// decided against the in-memory state can be rolled back when its append is
+// refused (a conflict with another writer, or a store failure) without
+// reloading the site.
+type journal struct {
+	seq      uint64
+	hash     [32]byte
+	balance  int64
+	pending  int64
+	cfg      *Config
+	nTxs     int
+	nEvents  int
+	txs      []txUndo
+	users    []userUndo
+	rotation []rotUndo
+	reasons  []reasonUndo
+}
+
+type txUndo struct {
+	i  int32
+	tx Tx
+}
+type userUndo struct {
+	user string
+	i    int32
+	had  bool
+}
+type rotUndo struct {
+	bank string
+	n    uint64
+}
+type reasonUndo struct {
+	i   int32
+	r   string
+	had bool
+}
+
+// Begin starts a batch: events applied until Commit or Rollback can be undone.
+func (s *Site) Begin() {
+	s.j = &journal{seq: s.Seq, hash: s.Hash, balance: s.Balance, pending: s.PendingWithdrawals,
+		cfg: s.Cfg, nTxs: len(s.Txs)}
+}
+
+// Commit ends a batch whose events were stored in the message at seq, whose
+// last event has chain hash last.
+func (s *Site) Commit(seq uint64, last [32]byte) {
+	for i := s.j.nTxs; i < len(s.Txs); i++ {
+		s.Txs[i].Seq = seq
+	}
+	s.Seq, s.Hash = seq, last
+	s.j = nil
+}
+
+// Rollback undoes every event applied since Begin.
+func (s *Site) Rollback() {
+	j := s.j
+	s.j = nil
+	for k := len(j.reasons) - 1; k >= 0; k-- {
+		u := j.reasons[k]
+		if u.had {
+			s.reasons[u.i] = u.r
+		} else {
+			delete(s.reasons, u.i)
+		}
+	}
+	for k := len(j.rotation) - 1; k >= 0; k-- {
+		s.rotation[j.rotation[k].bank] = j.rotation[k].n
+	}
+	for k := len(j.users) - 1; k >= 0; k-- {
+		u := j.users[k]
+		if u.had {
+			s.pendingByUser[u.user] = u.i
+			s.pendingUser[u.i] = u.user
+		} else {
+			delete(s.pendingByUser, u.user)
+		}
+	}
+	for k := len(j.txs) - 1; k >= 0; k-- {
+		s.Txs[j.txs[k].i] = j.txs[k].tx
+	}
+	for i := j.nTxs; i < len(s.Txs); i++ {
+		delete(s.byProcess, s.Txs[i].ProcessID)
+		delete(s.pendingUser, int32(i))
+	}
+	clear(s.Txs[j.nTxs:])
+	s.Txs = s.Txs[:j.nTxs]
+	s.Seq, s.Hash, s.Balance, s.PendingWithdrawals, s.Cfg = j.seq, j.hash, j.balance, j.pending, j.cfg
+}
+
+// ApplyMessage folds a stored message (all of its events) into the state.
+func (s *Site) ApplyMessage(seq uint64, evs []events.Event) error {
+	for i, e := range evs {
+		s.apply(e, seq, uint16(i))
+	}
+	if len(evs) > 0 {
+		h, err := events.Hash(evs[len(evs)-1])
+		if err != nil {
+			return err
+		}
+		s.Hash = h
+	}
+	s.Seq = seq
+	return nil
+}
+
+// Apply folds one event decided in the current batch (between Begin and
+// Commit) into the state.
+func (s *Site) Apply(e events.Event) {
+	idx := uint16(s.j.nEvents)
+	s.j.nEvents++
+	s.apply(e, 0, idx)
+}
+
+// apply never fails: an event in the stream was valid when decided. An event
+// naming a transaction this state does not know is ignored rather than
+// crashing a replica; the audit reports such histories.
+func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
+	switch p := e.Payload.(type) {
+	case *events.SiteCreated:
+		s.Cfg = &Config{Name: p.Name, AppKey: p.AppKey, Secret: p.Secret, WebhookSecret: p.WebhookSecret,
+			NegativeLimit: p.NegativeLimit, IPAllowlist: p.IPAllowlist, CallbackURL: p.CallbackURL,
+			HostedPage: p.HostedPage, DepositTTLSeconds: p.DepositTTLSeconds, RateLimit: p.RateLimit, CreatedAt: e.Time}
+	case *events.SiteUpdated:
+		c := *s.Cfg
+		if p.Name != nil {
+			c.Name = *p.Name
+		}
+		if p.NegativeLimit != nil {
+			c.NegativeLimit = *p.NegativeLimit
+		}
+		if p.IPAllowlist != nil {
+			c.IPAllowlist = *p.IPAllowlist
+		}
+		if p.CallbackURL != nil {
+			c.CallbackURL = *p.CallbackURL
+		}
+		if p.HostedPage != nil {
+			c.HostedPage = *p.HostedPage
+		}
+		if p.DepositTTLSeconds != nil {
+			c.DepositTTLSeconds = *p.DepositTTLSeconds
+		}
+		if p.RateLimit != nil {
+			c.RateLimit = *p.RateLimit
+		}
+		s.Cfg = &c
+	case *events.SiteSecretRotated:
+		c := *s.Cfg
+		c.PrevSecret, c.PrevSecretUntil, c.Secret = c.Secret, p.PreviousValidUntil, p.Secret
+		s.Cfg = &c
+	case *events.SiteWebhookSecretRotated:
+		c := *s.Cfg
+		c.PrevWebhookSecret, c.PrevWebhookSecretUntil, c.WebhookSecret = c.WebhookSecret, p.PreviousValidUntil, p.Secret
+		s.Cfg = &c
+	case *events.TreasuryAdjusted:
+		s.Balance += p.Amount
+	case *events.DepositRequested:
+		i := s.addTx(Tx{ProcessID: p.ProcessID, BankID: s.internStr(p.BankID), Kind: KindDeposit, Status: StatusPending,
+			EvIdx: evIdx, Amount: p.Amount, Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID),
+			ExpiresAt: p.ExpiresAt, CreatedAt: e.Time, UpdatedAt: e.Time, Seq: seq})
+		s.setPendingUser(p.UserID, i)
+		s.bumpRotation(p.BankID)
+	case *events.WithdrawalRequested:
+		s.addTx(Tx{ProcessID: p.ProcessID, BankID: s.internStr(p.BankID), Kind: KindWithdrawal, Status: StatusPending,
+			EvIdx: evIdx, Amount: p.Amount, Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID),
+			CreatedAt: e.Time, UpdatedAt: e.Time, Seq: seq})
+		s.PendingWithdrawals += p.Amount
+	case *events.DepositApproved:
+		s.update(p.TxID, e.Time, func(tx *Tx) {
+			s.clearPendingUser(s.indexOf(p.TxID))
+			tx.Status, tx.Amount = StatusApproved, p.Amount
+			s.Balance += p.Amount
+		})
+	case *events.DepositRejected:
+		s.update(p.TxID, e.Time, func(tx *Tx) {
+			i := s.indexOf(p.TxID)
+			s.clearPendingUser(i)
+			tx.Status = StatusRejected
+			s.setReason(i, p.Reason)
+		})
+	case *events.DepositExpired:
+		s.update(p.TxID, e.Time, func(tx *Tx) {
+			s.clearPendingUser(s.indexOf(p.TxID))
+			tx.Status = StatusExpired
+		})
+	case *events.WithdrawalProcessing:
+		s.update(p.TxID, e.Time, func(tx *Tx) { tx.Status = StatusProcessing })
+	case *events.WithdrawalPaid:
+		s.update(p.TxID, e.Time, func(tx *Tx) {
+			tx.Status = StatusPaid
+			s.PendingWithdrawals -= tx.Amount
+			s.Balance -= tx.Amount
+			if p.Reference != "" {
+				s.setReason(s.indexOf(p.TxID), p.Reference)
+			}
+		})
+	case *events.WithdrawalRejected:
+		s.update(p.TxID, e.Time, func(tx *Tx) {
+			tx.Status = StatusRejected
+			s.PendingWithdrawals -= tx.Amount
+			s.setReason(s.indexOf(p.TxID), p.Reason)
+		})
+	}
+}
+
+func (s *Site) indexOf(txID string) int32 {
+	i, _ := s.Lookup(txID)
+	return i
+}
+
+func (s *Site) addTx(tx Tx) int32 {
+	i := int32(len(s.Txs))
+	s.Txs = append(s.Txs, tx)
+	s.byProcess[tx.ProcessID] = i
+	return i
+}
+
+func (s *Site) update(txID string, at int64, fn func(*Tx)) {
+	i, ok := s.Lookup(txID)
+	if !ok {
+		return
+	}
+	if s.j != nil && int(i) < s.j.nTxs {
+		s.j.txs = append(s.j.txs, txUndo{i: i, tx: s.Txs[i]})
+	}
+	fn(&s.Txs[i])
+	s.Txs[i].UpdatedAt = at
+}
+
+func (s *Site) setPendingUser(user string, i int32) {
+	if s.j != nil {
+		old, had := s.pendingByUser[user]
+		s.j.users = append(s.j.users, userUndo{user: user, i: old, had: had})
+	}
+	s.pendingByUser[user] = i
+	s.pendingUser[i] = user
+}
+
+func (s *Site) clearPendingUser(i int32) {
+	user, ok := s.pendingUser[i]
+	if !ok {
+		return
+	}
+	if s.j != nil {
+		s.j.users = append(s.j.users, userUndo{user: user, i: i, had: true})
+	}
+	delete(s.pendingUser, i)
+	if cur, ok := s.pendingByUser[user]; ok && cur == i {
+		delete(s.pendingByUser, user)
+	}
+}
+
+func (s *Site) bumpRotation(bank string) {
+	if s.j != nil {
+		s.j.rotation = append(s.j.rotation, rotUndo{bank: bank, n: s.rotation[bank]})
+	}
+	s.rotation[s.internStr(bank)]++
+}
+
+func (s *Site) setReason(i int32, r string) {
+	if s.j != nil {
+		old, had := s.reasons[i]
+		s.j.reasons = append(s.j.reasons, reasonUndo{i: i, r: old, had: had})
+	}
+	s.reasons[i] = r
+}

@@ -1,0 +1,266 @@
+package aggregates
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"gateway/aggregates/recipient"
+	"gateway/events"
+)
+
+// Bank is a payment method (wallet, card or bank) merchants choose with
+// bankId, by its _id or its code. A Bank value is immutable once published in
+// a Catalog: updates replace it, so readers may keep a pointer.
+type Bank struct {
+	ID             string
+	Code           string
+	Name           events.LocalizedName
+	IdentifierKind recipient.Kind
+	MinAmount      int64
+	MaxAmount      int64
+	Deposit        bool
+	Withdraw       bool
+	Enabled        bool
+	Accounts       []events.Account
+}
+
+// LocalName returns the display name in lang (en, ar or ku), falling back to
+// English when that translation is empty.
+func (b *Bank) LocalName(lang string) string {
+	switch lang {
+	case "ar":
+		if b.Name.Ar != "" {
+			return b.Name.Ar
+		}
+	case "ku":
+		if b.Name.Ku != "" {
+			return b.Name.Ku
+		}
+	}
+	return b.Name.En
+}
+
+// Supports reports whether the method is enabled for kind.
+func (b *Bank) Supports(k Kind) bool {
+	if !b.Enabled {
+		return false
+	}
+	if k == KindDeposit {
+		return b.Deposit
+	}
+	return b.Withdraw
+}
+
+// Catalog is the aggregate of all payment methods. It lives on its own
+// subject; sites refer to its methods by id.
+type Catalog struct {
+	// Seq is the stream sequence of the last applied catalog message.
+	Seq uint64
+	// Hash is the chain hash of the last applied catalog event.
+	Hash   [32]byte
+	banks  []*Bank
+	byID   map[string]*Bank
+	byCode map[string]*Bank
+}
+
+// NewCatalog returns an empty catalog.
+func NewCatalog() *Catalog {
+	return &Catalog{byID: map[string]*Bank{}, byCode: map[string]*Bank{}}
+}
+
+// Banks returns the methods in creation order.
+func (c *Catalog) Banks() []*Bank { return c.banks }
+
+// Resolve finds an enabled or disabled method by _id or code.
+func (c *Catalog) Resolve(idOrCode string) (*Bank, bool) {
+	if b, ok := c.byID[idOrCode]; ok {
+		return b, true
+	}
+	b, ok := c.byCode[idOrCode]
+	return b, ok
+}
+
+// CreateBank adds a method. ID is chosen by the caller (ids are passed in).
+type CreateBank struct {
+	ID             string
+	Code           string
+	Name           events.LocalizedName
+	IdentifierKind string
+	MinAmount      int64
+	MaxAmount      int64
+	Deposit        bool
+	Withdraw       bool
+	Accounts       []events.Account
+}
+
+// UpdateBank changes some of a method's settings; nil fields are unchanged.
+type UpdateBank struct {
+	ID        string
+	Name      *events.LocalizedName
+	MinAmount *int64
+	MaxAmount *int64
+	Deposit   *bool
+	Withdraw  *bool
+	Accounts  *[]events.Account
+	Enabled   *bool
+}
+
+const maxCodeLen = 32
+
+// DecideCreateBank validates a new method.
+func (c *Catalog) DecideCreateBank(cmd CreateBank, now time.Time, actor string) ([]events.Event, error) {
+	if cmd.Code == "" || len(cmd.Code) > maxCodeLen || strings.IndexFunc(cmd.Code, notCodeRune) >= 0 {
+		return nil, fieldErr("code", ErrInvalidRequest, "code must be 1 to %d letters, digits, '_' or '-'", maxCodeLen)
+	}
+	if _, ok := c.Resolve(cmd.Code); ok {
+		return nil, fieldErr("code", ErrBankExists, "a method with code %q already exists", cmd.Code)
+	}
+	if strings.TrimSpace(cmd.Name.En) == "" {
+		return nil, fieldErr("name", ErrInvalidRequest, "name.en is required")
+	}
+	if _, err := recipient.ParseKind(cmd.IdentifierKind); err != nil {
+		return nil, fieldErr("identifierKind", ErrInvalidRequest, "identifierKind must be one of PHONE, CARD_NO, ACCOUNT_NO, IBAN, USERNAME")
+	}
+	if err := checkLimits(cmd.MinAmount, cmd.MaxAmount); err != nil {
+		return nil, err
+	}
+	if !cmd.Deposit && !cmd.Withdraw {
+		return nil, fieldErr("deposit", ErrInvalidRequest, "a method must allow deposit, withdraw or both")
+	}
+	if err := checkAccounts(cmd.Deposit, cmd.Accounts); err != nil {
+		return nil, err
+	}
+	return []events.Event{{Name: events.BankCreatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankCreated{
+		BankID: cmd.ID, Code: cmd.Code, Name: cmd.Name, IdentifierKind: cmd.IdentifierKind,
+		MinAmount: cmd.MinAmount, MaxAmount: cmd.MaxAmount, Deposit: cmd.Deposit, Withdraw: cmd.Withdraw,
+		Accounts: cmd.Accounts,
+	}}}, nil
+}
+
+// DecideUpdateBank validates a change to an existing method.
+func (c *Catalog) DecideUpdateBank(cmd UpdateBank, now time.Time, actor string) ([]events.Event, error) {
+	b, ok := c.byID[cmd.ID]
+	if !ok {
+		return nil, fieldErr("id", ErrUnknownBank, "no method with id %q", cmd.ID)
+	}
+	minA, maxA := b.MinAmount, b.MaxAmount
+	if cmd.MinAmount != nil {
+		minA = *cmd.MinAmount
+	}
+	if cmd.MaxAmount != nil {
+		maxA = *cmd.MaxAmount
+	}
+	if err := checkLimits(minA, maxA); err != nil {
+		return nil, err
+	}
+	if cmd.Name != nil && strings.TrimSpace(cmd.Name.En) == "" {
+		return nil, fieldErr("name", ErrInvalidRequest, "name.en is required")
+	}
+	dep, accts := b.Deposit, b.Accounts
+	if cmd.Deposit != nil {
+		dep = *cmd.Deposit
+	}
+	if cmd.Accounts != nil {
+		accts = *cmd.Accounts
+	}
+	if err := checkAccounts(dep, accts); err != nil {
+		return nil, err
+	}
+	return []events.Event{{Name: events.BankUpdatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankUpdated{
+		BankID: cmd.ID, Name: cmd.Name, MinAmount: cmd.MinAmount, MaxAmount: cmd.MaxAmount,
+		Deposit: cmd.Deposit, Withdraw: cmd.Withdraw, Accounts: cmd.Accounts, Enabled: cmd.Enabled,
+	}}}, nil
+}
+
+func checkLimits(minA, maxA int64) error {
+	if minA < 1 {
+		return fieldErr("minAmount", ErrInvalidRequest, "minAmount must be a positive integer")
+	}
+	if maxA < minA {
+		return fieldErr("maxAmount", ErrInvalidRequest, "maxAmount must be at least minAmount")
+	}
+	return nil
+}
+
+func checkAccounts(deposit bool, accts []events.Account) error {
+	if deposit && len(accts) == 0 {
+		return fieldErr("accounts", ErrInvalidRequest, "a deposit method needs at least one recipient account")
+	}
+	for i, a := range accts {
+		if strings.TrimSpace(a.AccountName) == "" || strings.TrimSpace(a.AccountNumber) == "" {
+			return fieldErr("accounts", ErrInvalidRequest, "account %d needs accountName and accountNumber", i)
+		}
+	}
+	return nil
+}
+
+func notCodeRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+}
+
+// Apply folds one catalog event into the catalog. It never fails: events in
+// the stream were valid when decided.
+func (c *Catalog) Apply(e events.Event) {
+	switch p := e.Payload.(type) {
+	case *events.BankCreated:
+		kind, _ := recipient.ParseKind(p.IdentifierKind)
+		b := &Bank{ID: p.BankID, Code: p.Code, Name: p.Name, IdentifierKind: kind, MinAmount: p.MinAmount,
+			MaxAmount: p.MaxAmount, Deposit: p.Deposit, Withdraw: p.Withdraw, Enabled: true, Accounts: p.Accounts}
+		c.banks = append(c.banks, b)
+		c.byID[b.ID] = b
+		c.byCode[b.Code] = b
+	case *events.BankUpdated:
+		old, ok := c.byID[p.BankID]
+		if !ok {
+			return
+		}
+		b := *old
+		if p.Name != nil {
+			b.Name = *p.Name
+		}
+		if p.MinAmount != nil {
+			b.MinAmount = *p.MinAmount
+		}
+		if p.MaxAmount != nil {
+			b.MaxAmount = *p.MaxAmount
+		}
+		if p.Deposit != nil {
+			b.Deposit = *p.Deposit
+		}
+		if p.Withdraw != nil {
+			b.Withdraw = *p.Withdraw
+		}
+		if p.Accounts != nil {
+			b.Accounts = *p.Accounts
+		}
+		if p.Enabled != nil {
+			b.Enabled = *p.Enabled
+		}
+		nb := &b
+		for i := range c.banks {
+			if c.banks[i] == old {
+				c.banks[i] = nb
+			}
+		}
+		c.byID[b.ID] = nb
+		c.byCode[b.Code] = nb
+	}
+}
+
+// Clone returns a copy that shares the immutable Bank values, so a reader can
+// keep using it while the original is updated.
+func (c *Catalog) Clone() *Catalog {
+	n := &Catalog{Seq: c.Seq, Hash: c.Hash, banks: append([]*Bank(nil), c.banks...),
+		byID: make(map[string]*Bank, len(c.byID)), byCode: make(map[string]*Bank, len(c.byCode))}
+	for k, v := range c.byID {
+		n.byID[k] = v
+	}
+	for k, v := range c.byCode {
+		n.byCode[k] = v
+	}
+	return n
+}
+
+// String is for logs.
+func (b *Bank) String() string { return fmt.Sprintf("%s(%s)", b.Code, b.ID) }

@@ -1,0 +1,517 @@
+package aggregates
+
+import (
+	"hash/fnv"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gateway/aggregates/names"
+	"gateway/aggregates/recipient"
+	"gateway/events"
+)
+
+// Command is implemented by every site command.
+type Command interface{ siteCommand() }
+
+// SiteSettings are the operator-editable settings of a site; in UpdateSite a
+// nil field is left unchanged.
+type SiteSettings struct {
+	Name              *string
+	NegativeLimit     *int64
+	IPAllowlist       *[]string
+	CallbackURL       *string
+	HostedPage        *bool
+	DepositTTLSeconds *int64
+	RateLimit         *int64
+}
+
+// CreateSite opens a site. Ids and secrets are chosen by the caller.
+type CreateSite struct {
+	AppKey        string
+	Secret        string
+	WebhookSecret string
+	Settings      SiteSettings
+}
+
+// UpdateSite changes settings.
+type UpdateSite struct{ Settings SiteSettings }
+
+// RotateSecret replaces the signing secret (or the webhook secret), keeping
+// the old one valid for Overlap.
+type RotateSecret struct {
+	Webhook bool
+	Secret  string
+	Overlap time.Duration
+}
+
+// AdjustTreasury credits or debits the treasury.
+type AdjustTreasury struct {
+	Amount int64
+	Reason string
+}
+
+// Request holds the fields common to deposits and withdrawals.
+type Request struct {
+	ProcessID string
+	Amount    int64
+	UserID    string
+	UserName  string
+	Name      string
+	// Bank is the method resolved from bankId; nil when bankId matched none.
+	Bank *Bank
+	// BankRef is bankId as the merchant sent it, for error messages.
+	BankRef string
+}
+
+// RequestDeposit asks for a pay-in.
+type RequestDeposit struct {
+	Request
+	SenderName string
+	Lang       string
+	// HostedToken is a fresh random token for the hosted page, used only
+	// when the site has hostedPage enabled.
+	HostedToken string
+}
+
+// RequestWithdrawal asks for a pay-out.
+type RequestWithdrawal struct {
+	Request
+	AccountName string
+	IBAN        string
+}
+
+// ApproveDeposit credits a matched deposit; Amount 0 means the requested one.
+type ApproveDeposit struct {
+	TxID   string
+	Amount int64
+}
+
+// RejectDeposit closes a deposit without money.
+type RejectDeposit struct{ TxID, Reason string }
+
+// ExpireDeposit closes a pending deposit whose expiry has passed.
+type ExpireDeposit struct{ TxID string }
+
+// ProcessWithdrawal records that an operator has taken a withdrawal.
+type ProcessWithdrawal struct{ TxID string }
+
+// PayWithdrawal records that a withdrawal was paid out.
+type PayWithdrawal struct{ TxID, Reference string }
+
+// RejectWithdrawal releases a withdrawal's reservation.
+type RejectWithdrawal struct{ TxID, Reason string }
+
+func (CreateSite) siteCommand()        {}
+func (UpdateSite) siteCommand()        {}
+func (RotateSecret) siteCommand()      {}
+func (AdjustTreasury) siteCommand()    {}
+func (RequestDeposit) siteCommand()    {}
+func (RequestWithdrawal) siteCommand() {}
+func (ApproveDeposit) siteCommand()    {}
+func (RejectDeposit) siteCommand()     {}
+func (ExpireDeposit) siteCommand()     {}
+func (ProcessWithdrawal) siteCommand() {}
+func (PayWithdrawal) siteCommand()     {}
+func (RejectWithdrawal) siteCommand()  {}
+
+// Decision is what Decide concluded.
+type Decision struct {
+	// Events to append; empty for an idempotent repeat.
+	Events []events.Event
+	// Tx is the index of the transaction concerned, or -1.
+	Tx int32
+	// Repeat is true when a processId was repeated with the same
+	// parameters: the stored transaction is the answer.
+	Repeat bool
+	// AlreadyPending is true when the end user already had a pending
+	// deposit, which is the answer.
+	AlreadyPending bool
+}
+
+// Field length limits: generous for real names, small enough that one
+// request cannot bloat the ledger.
+const (
+	maxIDLen   = 128
+	maxTextLen = 256
+	maxAmount  = 1 << 50
+)
+
+// Decide checks cmd against the current state and returns the events that
+// carry it out. It does not change the state: the caller applies the events
+// once they are (or are about to be) appended. now and actor are passed in so
+// the decision is a pure function of its inputs.
+func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error) {
+	if c, ok := cmd.(CreateSite); ok {
+		return s.decideCreate(c, now, actor)
+	}
+	if !s.Created() {
+		return Decision{Tx: -1}, ErrSiteNotFound
+	}
+	ev := func(p events.Payload) events.Event {
+		return events.Event{Name: p.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: p}
+	}
+	one := func(i int32, p events.Payload) (Decision, error) {
+		return Decision{Tx: i, Events: []events.Event{ev(p)}}, nil
+	}
+	switch c := cmd.(type) {
+	case UpdateSite:
+		if err := validateSettings(c.Settings); err != nil {
+			return Decision{Tx: -1}, err
+		}
+		return one(-1, settingsEvent(c.Settings))
+	case RotateSecret:
+		if c.Secret == "" || c.Overlap < 0 {
+			return Decision{Tx: -1}, fieldErr("overlapSeconds", ErrInvalidRequest, "overlapSeconds must not be negative")
+		}
+		until := now.Add(c.Overlap).UnixMilli()
+		if c.Webhook {
+			return one(-1, &events.SiteWebhookSecretRotated{Secret: c.Secret, PreviousValidUntil: until})
+		}
+		return one(-1, &events.SiteSecretRotated{Secret: c.Secret, PreviousValidUntil: until})
+	case AdjustTreasury:
+		if c.Amount == 0 || c.Amount > maxAmount || c.Amount < -maxAmount {
+			return Decision{Tx: -1}, fieldErr("amount", ErrInvalidRequest, "amount must be a non-zero integer")
+		}
+		if strings.TrimSpace(c.Reason) == "" || len(c.Reason) > maxTextLen {
+			return Decision{Tx: -1}, fieldErr("reason", ErrInvalidRequest, "reason is required (at most %d bytes)", maxTextLen)
+		}
+		return one(-1, &events.TreasuryAdjusted{Amount: c.Amount, Reason: c.Reason})
+	case RequestDeposit:
+		return s.decideDeposit(c, now, ev)
+	case RequestWithdrawal:
+		return s.decideWithdrawal(c, ev)
+	}
+
+	txID, i, tx, err := s.target(cmd)
+	if err != nil {
+		return Decision{Tx: -1}, err
+	}
+	switch c := cmd.(type) {
+	case ApproveDeposit:
+		if tx.Kind != KindDeposit || (tx.Status != StatusPending && tx.Status != StatusExpired) {
+			return s.refuse(i, tx, "approve")
+		}
+		amt := c.Amount
+		if amt == 0 {
+			amt = tx.Requested
+		}
+		if amt < 0 || amt > maxAmount {
+			return Decision{Tx: i}, fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer")
+		}
+		return one(i, &events.DepositApproved{TxID: txID, Amount: amt, Requested: tx.Requested})
+	case RejectDeposit:
+		if tx.Kind != KindDeposit || tx.Status != StatusPending {
+			return s.refuse(i, tx, "reject")
+		}
+		if err := checkReason(c.Reason); err != nil {
+			return Decision{Tx: i}, err
+		}
+		return one(i, &events.DepositRejected{TxID: txID, Reason: c.Reason})
+	case ExpireDeposit:
+		if tx.Kind != KindDeposit || tx.Status != StatusPending {
+			return s.refuse(i, tx, "expire")
+		}
+		if now.UnixMilli() < tx.ExpiresAt {
+			return Decision{Tx: i}, ErrNotDue
+		}
+		return one(i, &events.DepositExpired{TxID: txID})
+	case ProcessWithdrawal:
+		if tx.Kind != KindWithdrawal || tx.Status != StatusPending {
+			return s.refuse(i, tx, "process")
+		}
+		return one(i, &events.WithdrawalProcessing{TxID: txID})
+	case PayWithdrawal:
+		if tx.Kind != KindWithdrawal || tx.Status != StatusProcessing {
+			return s.refuse(i, tx, "pay")
+		}
+		if len(c.Reference) > maxTextLen {
+			return Decision{Tx: i}, fieldErr("reference", ErrInvalidRequest, "reference is at most %d bytes", maxTextLen)
+		}
+		return one(i, &events.WithdrawalPaid{TxID: txID, Reference: c.Reference})
+	case RejectWithdrawal:
+		if tx.Kind != KindWithdrawal || (tx.Status != StatusPending && tx.Status != StatusProcessing) {
+			return s.refuse(i, tx, "reject")
+		}
+		if err := checkReason(c.Reason); err != nil {
+			return Decision{Tx: i}, err
+		}
+		return one(i, &events.WithdrawalRejected{TxID: txID, Reason: c.Reason})
+	}
+	return Decision{Tx: -1}, ErrInvalidRequest
+}
+
+// target resolves the transaction an operator command names.
+func (s *Site) target(cmd Command) (string, int32, *Tx, error) {
+	var id string
+	switch c := cmd.(type) {
+	case ApproveDeposit:
+		id = c.TxID
+	case RejectDeposit:
+		id = c.TxID
+	case ExpireDeposit:
+		id = c.TxID
+	case ProcessWithdrawal:
+		id = c.TxID
+	case PayWithdrawal:
+		id = c.TxID
+	case RejectWithdrawal:
+		id = c.TxID
+	}
+	i, ok := s.Lookup(id)
+	if !ok {
+		return "", 0, nil, ErrNotFound
+	}
+	return id, i, &s.Txs[i], nil
+}
+
+func (s *Site) refuse(i int32, tx *Tx, action string) (Decision, error) {
+	return Decision{Tx: i}, &FieldError{Field: "status", Err: ErrInvalidTransition,
+		Msg: "cannot " + action + " a " + tx.Kind.String() + " that is " + tx.Status.String()}
+}
+
+func checkReason(r string) error {
+	if strings.TrimSpace(r) == "" || len(r) > maxTextLen {
+		return fieldErr("reason", ErrInvalidRequest, "reason is required (at most %d bytes)", maxTextLen)
+	}
+	return nil
+}
+
+func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision, error) {
+	if s.Created() {
+		return Decision{Tx: -1}, ErrSiteExists
+	}
+	st := c.Settings
+	if st.Name == nil || strings.TrimSpace(*st.Name) == "" {
+		return Decision{Tx: -1}, fieldErr("name", ErrInvalidRequest, "name is required")
+	}
+	if err := validateSettings(st); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	p := &events.SiteCreated{SiteID: s.ID, Name: *st.Name, AppKey: c.AppKey, Secret: c.Secret,
+		WebhookSecret: c.WebhookSecret, DepositTTLSeconds: DefaultDepositTTLSeconds}
+	if st.NegativeLimit != nil {
+		p.NegativeLimit = *st.NegativeLimit
+	}
+	if st.IPAllowlist != nil {
+		p.IPAllowlist = *st.IPAllowlist
+	}
+	if st.CallbackURL != nil {
+		p.CallbackURL = *st.CallbackURL
+	}
+	if st.HostedPage != nil {
+		p.HostedPage = *st.HostedPage
+	}
+	if st.DepositTTLSeconds != nil {
+		p.DepositTTLSeconds = *st.DepositTTLSeconds
+	}
+	if st.RateLimit != nil {
+		p.RateLimit = *st.RateLimit
+	}
+	return Decision{Tx: -1, Events: []events.Event{{Name: p.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: p}}}, nil
+}
+
+func settingsEvent(st SiteSettings) *events.SiteUpdated {
+	return &events.SiteUpdated{Name: st.Name, NegativeLimit: st.NegativeLimit, IPAllowlist: st.IPAllowlist,
+		CallbackURL: st.CallbackURL, HostedPage: st.HostedPage, DepositTTLSeconds: st.DepositTTLSeconds, RateLimit: st.RateLimit}
+}
+
+// validateSettings checks the settings that are present.
+func validateSettings(st SiteSettings) error {
+	if st.Name != nil && (strings.TrimSpace(*st.Name) == "" || len(*st.Name) > maxTextLen) {
+		return fieldErr("name", ErrInvalidRequest, "name must be 1 to %d bytes", maxTextLen)
+	}
+	if st.NegativeLimit != nil && (*st.NegativeLimit > 0 || *st.NegativeLimit < -maxAmount) {
+		return fieldErr("negativeLimit", ErrInvalidRequest, "negativeLimit must be zero or negative")
+	}
+	if st.IPAllowlist != nil {
+		for _, c := range *st.IPAllowlist {
+			if _, err := ParseAllowEntry(c); err != nil {
+				return fieldErr("ipAllowlist", ErrInvalidRequest, "%q is not an IP address or CIDR", c)
+			}
+		}
+	}
+	if st.CallbackURL != nil && *st.CallbackURL != "" {
+		if err := ValidateCallbackURL(*st.CallbackURL); err != nil {
+			return err
+		}
+	}
+	if st.DepositTTLSeconds != nil && (*st.DepositTTLSeconds < 60 || *st.DepositTTLSeconds > 7*24*3600) {
+		return fieldErr("depositTtlSeconds", ErrInvalidRequest, "depositTtlSeconds must be 60 to 604800")
+	}
+	if st.RateLimit != nil && (*st.RateLimit < 0 || *st.RateLimit > 1_000_000) {
+		return fieldErr("rateLimit", ErrInvalidRequest, "rateLimit must be 0 (no limit) to 1000000 requests per second")
+	}
+	return nil
+}
+
+// ParseAllowEntry parses one allowlist entry: a CIDR or a single address.
+func ParseAllowEntry(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+}
+
+// ValidateCallbackURL requires an absolute http or https URL with a host.
+func ValidateCallbackURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || len(raw) > 2048 {
+		return fieldErr("callbackUrl", ErrInvalidRequest, "callbackUrl must be an absolute http or https URL")
+	}
+	return nil
+}
+
+func (s *Site) validateRequest(r Request, k Kind) error {
+	if err := checkText("processId", r.ProcessID, maxIDLen); err != nil {
+		return err
+	}
+	if err := checkText("userId", r.UserID, maxIDLen); err != nil {
+		return err
+	}
+	if err := checkText("userName", r.UserName, maxTextLen); err != nil {
+		return err
+	}
+	if err := checkText("name", r.Name, maxTextLen); err != nil {
+		return err
+	}
+	if r.Amount <= 0 || r.Amount > maxAmount {
+		return fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer")
+	}
+	if r.Bank == nil || !r.Bank.Supports(k) {
+		return fieldErr("bankId", ErrUnknownBank, "bankId %q is not an enabled %s method", r.BankRef, k)
+	}
+	if r.Amount < r.Bank.MinAmount || r.Amount > r.Bank.MaxAmount {
+		return fieldErr("amount", ErrAmountOutOfRange, "amount must be between %d and %d for %s", r.Bank.MinAmount, r.Bank.MaxAmount, r.Bank.Code)
+	}
+	return nil
+}
+
+func checkText(field, v string, max int) error {
+	if strings.TrimSpace(v) == "" {
+		return fieldErr(field, ErrInvalidRequest, "%s is required", field)
+	}
+	if len(v) > max || !utf8.ValidString(v) || strings.ContainsFunc(v, isControl) {
+		return fieldErr(field, ErrInvalidRequest, "%s must be valid text of at most %d bytes", field, max)
+	}
+	return nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// Fingerprint hashes the parameters an idempotent repeat must match.
+func Fingerprint(k Kind, amount int64, bankID, userID string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte{byte(k)})
+	h.Write([]byte(strconv.FormatInt(amount, 10)))
+	h.Write([]byte{0})
+	h.Write([]byte(bankID))
+	h.Write([]byte{0})
+	h.Write([]byte(userID))
+	return h.Sum64()
+}
+
+// repeat answers a processId that is already taken: the stored transaction
+// when the parameters match, a conflict otherwise.
+func (s *Site) repeat(i int32, k Kind, r Request) (Decision, error) {
+	bankID := ""
+	if r.Bank != nil {
+		bankID = r.Bank.ID
+	}
+	if s.Txs[i].Fingerprint != Fingerprint(k, r.Amount, bankID, r.UserID) {
+		return Decision{Tx: i}, fieldErr("processId", ErrProcessIDConflict,
+			"processId %q was already used with a different type, amount, bankId or userId", r.ProcessID)
+	}
+	return Decision{Tx: i, Repeat: true}, nil
+}
+
+func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Payload) events.Event) (Decision, error) {
+	if i, ok := s.byProcess[c.ProcessID]; ok {
+		return s.repeat(i, KindDeposit, c.Request)
+	}
+	if err := s.validateRequest(c.Request, KindDeposit); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	if c.SenderName != "" {
+		if err := checkText("senderName", c.SenderName, maxTextLen); err != nil {
+			return Decision{Tx: -1}, err
+		}
+	}
+	var out []events.Event
+	if i, ok := s.pendingByUser[c.UserID]; ok {
+		tx := &s.Txs[i]
+		if now.UnixMilli() < tx.ExpiresAt {
+			return Decision{Tx: i, AlreadyPending: true}, nil
+		}
+		// The pending deposit is past its expiry but the sweep has not
+		// reached it yet: expire it now so the user is not blocked.
+		out = append(out, ev(&events.DepositExpired{TxID: TxID(s.ID, i)}))
+	}
+	b := c.Bank
+	acct := b.Accounts[s.rotation[b.ID]%uint64(len(b.Accounts))]
+	ttl := s.Cfg.DepositTTLSeconds
+	if ttl <= 0 {
+		ttl = DefaultDepositTTLSeconds
+	}
+	lang := NormalizeLang(c.Lang)
+	p := &events.DepositRequested{
+		TxID: TxID(s.ID, int32(len(s.Txs))), ProcessID: c.ProcessID, BankID: b.ID, BankCode: b.Code,
+		BankName: b.LocalName(lang), IdentifierKind: string(b.IdentifierKind), Amount: c.Amount,
+		UserID: c.UserID, UserName: c.UserName, Name: c.Name, ConvertedName: names.Convert(c.Name),
+		SenderName: c.SenderName, Lang: lang, AccountName: acct.AccountName, AccountNumber: acct.AccountNumber,
+		ExpiresAt: now.Add(time.Duration(ttl) * time.Second).UnixMilli(),
+	}
+	if s.Cfg.HostedPage {
+		p.HostedToken = c.HostedToken
+	}
+	out = append(out, ev(p))
+	return Decision{Tx: int32(len(s.Txs)), Events: out}, nil
+}
+
+func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) events.Event) (Decision, error) {
+	if i, ok := s.byProcess[c.ProcessID]; ok {
+		return s.repeat(i, KindWithdrawal, c.Request)
+	}
+	if err := s.validateRequest(c.Request, KindWithdrawal); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	if err := checkText("accountName", c.AccountName, maxTextLen); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	if c.IBAN == "" {
+		return Decision{Tx: -1}, fieldErr("iban", ErrInvalidRequest, "iban is required")
+	}
+	if err := recipient.Validate(c.Bank.IdentifierKind, c.IBAN); err != nil {
+		return Decision{Tx: -1}, fieldErr("iban", ErrInvalidIdentifier, "%s", err.Error())
+	}
+	// Seed §8: balance − pending withdrawals − amount must stay above the
+	// negative limit; landing exactly on it is refused.
+	if s.Balance-s.PendingWithdrawals-c.Amount <= s.Cfg.NegativeLimit {
+		return Decision{Tx: -1}, fieldErr("amount", ErrInsufficientBalance,
+			"the site treasury cannot cover %d (available %d)", c.Amount, s.Available())
+	}
+	p := &events.WithdrawalRequested{
+		TxID: TxID(s.ID, int32(len(s.Txs))), ProcessID: c.ProcessID, BankID: c.Bank.ID, BankCode: c.Bank.Code,
+		IdentifierKind: string(c.Bank.IdentifierKind), Amount: c.Amount, UserID: c.UserID, UserName: c.UserName,
+		Name: c.Name, ConvertedName: names.Convert(c.Name), AccountName: c.AccountName, IBAN: c.IBAN,
+	}
+	return Decision{Tx: int32(len(s.Txs)), Events: []events.Event{ev(p)}}, nil
+}
+
+// NormalizeLang maps a request lang to en, ar or ku (unknown → en).
+func NormalizeLang(l string) string {
+	switch strings.ToLower(strings.TrimSpace(l)) {
+	case "ar":
+		return "ar"
+	case "ku":
+		return "ku"
+	}
+	return "en"
+}

@@ -1,0 +1,42 @@
+package aggregates
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Domain errors. The HTTP layer maps them to the contract's codes with
+// errors.Is; nothing here knows about HTTP.
+var (
+	ErrInvalidRequest      = errors.New("invalid request")
+	ErrAmountOutOfRange    = errors.New("amount out of range")
+	ErrUnknownBank         = errors.New("unknown bank")
+	ErrInvalidIdentifier   = errors.New("invalid identifier")
+	ErrNotFound            = errors.New("transaction not found")
+	ErrProcessIDConflict   = errors.New("processId reused with different parameters")
+	ErrInsufficientBalance = errors.New("insufficient site balance")
+	ErrInvalidTransition   = errors.New("invalid transition")
+	ErrNotDue              = errors.New("deposit has not reached its expiry")
+	ErrSiteExists          = errors.New("site already exists")
+	ErrSiteNotFound        = errors.New("site not found")
+	ErrBankExists          = errors.New("bank code already exists")
+)
+
+// FieldError ties a validation failure to the request field that caused it.
+type FieldError struct {
+	// Field is the request field name as the merchant sent it.
+	Field string
+	// Err is one of the sentinel errors above.
+	Err error
+	// Msg is a human explanation, safe to show to the merchant.
+	Msg string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
+
+// Unwrap lets errors.Is match the sentinel.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(field string, err error, format string, args ...any) error {
+	return &FieldError{Field: field, Err: err, Msg: fmt.Sprintf(format, args...)}
+}

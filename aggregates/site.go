@@ -1,0 +1,216 @@
+package aggregates
+
+import (
+	"strconv"
+	"strings"
+
+)
+
+// Kind is the kind of a transaction.
+type Kind uint8
+
+// Transaction kinds.
+const (
+	KindDeposit    Kind = 1
+	KindWithdrawal Kind = 2
+)
+
+// String returns the record's `type` value.
+func (k Kind) String() string {
+	if k == KindDeposit {
+		return "deposit"
+	}
+	return "withdrawal"
+}
+
+// Status is a transaction state (CONTRACT §1 States).
+type Status uint8
+
+// Transaction states.
+const (
+	StatusPending Status = iota + 1
+	StatusProcessing
+	StatusApproved
+	StatusRejected
+	StatusExpired
+	StatusPaid
+)
+
+var statusNames = [...]string{"", "pending", "processing", "approved", "rejected", "expired", "paid"}
+
+// String returns the record's `status` value.
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "unknown"
+}
+
+// ParseStatus is the inverse of String.
+func ParseStatus(s string) (Status, bool) {
+	for i, n := range statusNames {
+		if i > 0 && n == s {
+			return Status(i), true
+		}
+	}
+	return 0, false
+}
+
+// Final reports whether the state ends the transaction as far as the merchant
+// is told: a final state triggers a callback. An expired deposit is final even
+// though an operator may still approve it after a late transfer.
+func (s Status) Final() bool {
+	return s == StatusApproved || s == StatusRejected || s == StatusExpired || s == StatusPaid
+}
+
+// Tx is the compact state of one transaction: what decisions need, plus where
+// its creation event is stored so the full record can be read back. Keeping it
+// small is what lets a million transactions fit in memory.
+type Tx struct {
+	ProcessID string
+	BankID    string
+	Kind      Kind
+	Status    Status
+	// EvIdx is the index of the creation event within its message.
+	EvIdx uint16
+	// Amount is the current amount: the approved amount once approved.
+	Amount int64
+	// Requested is the amount the merchant asked for.
+	Requested int64
+	// Fingerprint identifies the request parameters that must match on an
+	// idempotent repeat (type, amount, bankId, userId).
+	Fingerprint uint64
+	// ExpiresAt is the deposit's expiry in Unix ms (0 for withdrawals).
+	ExpiresAt int64
+	// CreatedAt and UpdatedAt are Unix ms.
+	CreatedAt int64
+	UpdatedAt int64
+	// Seq is the stream sequence of the message holding the creation event.
+	Seq uint64
+}
+
+// Config is a site's settings. A Config is never modified after it is
+// published in a Site: changes replace it, so readers may keep a pointer.
+type Config struct {
+	Name                   string
+	AppKey                 string
+	Secret                 string
+	PrevSecret             string
+	PrevSecretUntil        int64
+	WebhookSecret          string
+	PrevWebhookSecret      string
+	PrevWebhookSecretUntil int64
+	NegativeLimit          int64
+	IPAllowlist            []string
+	CallbackURL            string
+	HostedPage             bool
+	DepositTTLSeconds      int64
+	RateLimit              int64
+	CreatedAt              int64
+}
+
+// DefaultDepositTTLSeconds is the deposit validity when a site sets none.
+const DefaultDepositTTLSeconds = 1800
+
+// Site is the aggregate of one merchant site: its settings, its treasury and
+// its transactions. All of a site's events live on one subject, so its
+// history is totally ordered and every append carries the sequence it was
+// decided at.
+type Site struct {
+	// ID is the site id, also the last token of its subject.
+	ID string
+	// Cfg is nil until the site.created event is applied.
+	Cfg *Config
+	// Seq is the stream sequence of the last applied message of the site.
+	Seq uint64
+	// Hash is the chain hash of the last applied event.
+	Hash [32]byte
+	// Balance is the treasury: adjustments + approved deposits − paid withdrawals.
+	Balance int64
+	// PendingWithdrawals is the sum of withdrawals pending or processing.
+	PendingWithdrawals int64
+	// Txs holds every transaction, indexed by creation order.
+	Txs []Tx
+
+	byProcess     map[string]int32
+	pendingByUser map[string]int32
+	pendingUser   map[int32]string
+	rotation      map[string]uint64
+	reasons       map[int32]string
+	intern        map[string]string
+	j             *journal
+}
+
+// NewSite returns the empty state of site id, before its creation event.
+func NewSite(id string) *Site {
+	return &Site{
+		ID:            id,
+		byProcess:     map[string]int32{},
+		pendingByUser: map[string]int32{},
+		pendingUser:   map[int32]string{},
+		rotation:      map[string]uint64{},
+		reasons:       map[int32]string{},
+		intern:        map[string]string{},
+	}
+}
+
+// Created reports whether the site exists.
+func (s *Site) Created() bool { return s.Cfg != nil }
+
+// TxID is the public transaction id of the site's i-th transaction. It names
+// its site, so an operator action finds the aggregate without another index.
+func TxID(siteID string, i int32) string {
+	return siteID + "-" + strconv.FormatUint(uint64(i)+1, 36)
+}
+
+// ParseTxID splits a transaction id into its site id and index.
+func ParseTxID(id string) (siteID string, idx int32, ok bool) {
+	k := strings.LastIndexByte(id, '-')
+	if k <= 0 || k == len(id)-1 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(id[k+1:], 36, 31)
+	if err != nil || n == 0 || strconv.FormatUint(n, 36) != id[k+1:] {
+		return "", 0, false
+	}
+	return id[:k], int32(n - 1), true
+}
+
+// Lookup returns the index of the transaction with the given id.
+func (s *Site) Lookup(txID string) (int32, bool) {
+	site, idx, ok := ParseTxID(txID)
+	if !ok || site != s.ID || int(idx) >= len(s.Txs) {
+		return 0, false
+	}
+	return idx, true
+}
+
+// ByProcessID returns the index of the transaction with processId.
+func (s *Site) ByProcessID(pid string) (int32, bool) {
+	i, ok := s.byProcess[pid]
+	return i, ok
+}
+
+// Reason returns the status reason of transaction i ("" when none).
+func (s *Site) Reason(i int32) string { return s.reasons[i] }
+
+// Available is what a new withdrawal may still reserve:
+// balance − pendingWithdrawals − negativeLimit.
+func (s *Site) Available() int64 {
+	return s.Balance - s.PendingWithdrawals - s.Cfg.NegativeLimit
+}
+
+// PendingDeposits calls fn for every pending deposit, for expiry sweeps.
+func (s *Site) PendingDeposits(fn func(i int32, tx *Tx)) {
+	for _, i := range s.pendingByUser {
+		fn(i, &s.Txs[i])
+	}
+}
+
+func (s *Site) internStr(v string) string {
+	if c, ok := s.intern[v]; ok {
+		return c
+	}
+	s.intern[v] = v
+	return v
+}
