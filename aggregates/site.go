@@ -3,7 +3,6 @@ package aggregates
 import (
 	"strconv"
 	"strings"
-
 )
 
 // Kind is the kind of a transaction.

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeGateway is a minimal in-memory implementation of the parts of the
+// contract the load test uses. It lets the tests drive setup, load and every
+// check end to end before the real gateway exists, and inject faults.
+type fakeGateway struct {
+	mu      sync.Mutex
+	token   string
+	dataDir string // when set, state is saved after every change so a restart keeps it
+	badHash bool   // fault: answer creations with a wrong hash
+	dupTx   bool   // fault: every creation gets the same transactionId
+	State   fakeState
+}
+
+// fakeState is the persisted part of the fake.
+type fakeState struct {
+	Seq   int
+	Banks map[string]string // code -> _id
+	Sites map[string]*fakeSite
+	Txs   map[string]*fakeTx // siteID/processId -> record
+}
+
+// fakeSite is a site with its treasury.
+type fakeSite struct {
+	ID, AppKey, Secret string
+	Balance, Pending   int64
+}
+
+// fakeTx is a stored transaction.
+type fakeTx struct {
+	TransactionID, BankID, ProcessID, Type string
+	Amount                                 int64
+}
+
+// newFake returns an empty fake with the given admin token.
+func newFake(token, dataDir string) *fakeGateway {
+	g := &fakeGateway{token: token, dataDir: dataDir, State: fakeState{Banks: map[string]string{}, Sites: map[string]*fakeSite{}, Txs: map[string]*fakeTx{}}}
+	if dataDir != "" {
+		if b, err := os.ReadFile(filepath.Join(dataDir, "state.json")); err == nil {
+			_ = json.Unmarshal(b, &g.State)
+		}
+	}
+	return g
+}
+
+// save persists the state (caller holds mu).
+func (g *fakeGateway) save() {
+	if g.dataDir == "" {
+		return
+	}
+	b, _ := json.Marshal(g.State)
+	tmp := filepath.Join(g.dataDir, "state.json.tmp")
+	_ = os.WriteFile(tmp, b, 0o644)
+	_ = os.Rename(tmp, filepath.Join(g.dataDir, "state.json"))
+}
+
+// reply writes an envelope.
+func reply(w http.ResponseWriter, status int, data any, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	env := map[string]any{"data": data, "status": status, "responseTime": "0ms", "app_version": "fake"}
+	if code != "" {
+		env["code"], env["message"] = code, msg
+	}
+	_ = json.NewEncoder(w).Encode(env)
+}
+
+// record renders a transaction as the contract's record, with its hash.
+func (g *fakeGateway) record(s *fakeSite, tx *fakeTx) map[string]any {
+	id := tx.TransactionID
+	if g.dupTx {
+		id = "same"
+	}
+	h := sign(s.Secret, id+tx.BankID+strconv.FormatInt(tx.Amount, 10))
+	if g.badHash {
+		h = sign("wrong", id+tx.BankID+strconv.FormatInt(tx.Amount, 10))
+	}
+	return map[string]any{"transactionId": id, "bankId": tx.BankID, "amount": tx.Amount, "processId": tx.ProcessID, "type": tx.Type, "status": "pending", "hash": h}
+}
+
+// handler wires the routes.
+func (g *fakeGateway) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	ops := func(h func(w http.ResponseWriter, r *http.Request, body map[string]any)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+g.token {
+				reply(w, 401, nil, "unauthorized", "bad token")
+				return
+			}
+			var body map[string]any
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Header.Get("Content-Type") != "application/json" {
+				reply(w, 400, nil, "invalid_request", "json")
+				return
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			h(w, r, body)
+			g.save()
+		}
+	}
+	mux.HandleFunc("POST /ops/v1/banks", ops(func(w http.ResponseWriter, r *http.Request, b map[string]any) {
+		g.State.Seq++
+		id := fmt.Sprintf("bank%06d", g.State.Seq)
+		g.State.Banks[b["code"].(string)] = id
+		reply(w, 201, map[string]any{"_id": id, "code": b["code"]}, "", "")
+	}))
+	mux.HandleFunc("POST /ops/v1/sites", ops(func(w http.ResponseWriter, r *http.Request, b map[string]any) {
+		g.State.Seq++
+		s := &fakeSite{ID: fmt.Sprintf("site%d", g.State.Seq), AppKey: randomHex(8), Secret: randomHex(16)}
+		g.State.Sites[s.AppKey] = s
+		reply(w, 201, map[string]any{"id": s.ID, "appKey": s.AppKey, "secret": s.Secret, "webhookSecret": "whsec_x"}, "", "")
+	}))
+	mux.HandleFunc("POST /ops/v1/sites/{id}/adjustments", ops(func(w http.ResponseWriter, r *http.Request, b map[string]any) {
+		for _, s := range g.State.Sites {
+			if s.ID == r.PathValue("id") {
+				s.Balance += int64(b["amount"].(float64))
+				reply(w, 200, map[string]any{"balance": s.Balance}, "", "")
+				return
+			}
+		}
+		reply(w, 404, nil, "not_found", "site")
+	}))
+	merchant := func(h func(w http.ResponseWriter, r *http.Request, s *fakeSite, payload string)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			payload := string(body)
+			if r.Method == http.MethodGet {
+				payload = r.URL.RawQuery
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			s := g.State.Sites[r.Header.Get("appKey")]
+			if s == nil {
+				reply(w, 401, nil, "unknown_app_key", "appKey")
+				return
+			}
+			if !hmac.Equal([]byte(r.Header.Get("sign")), []byte(sign(s.Secret, payload))) {
+				reply(w, 401, nil, "invalid_signature", "sign")
+				return
+			}
+			h(w, r, s, payload)
+		}
+	}
+	create := merchant(func(w http.ResponseWriter, r *http.Request, s *fakeSite, payload string) {
+		v, _ := url.ParseQuery(payload)
+		kind := r.PathValue("kind")
+		amt, err := strconv.ParseInt(v.Get("amount"), 10, 64)
+		bank, ok := g.State.Banks[v.Get("bankId")]
+		if err != nil || !ok || v.Get("processId") == "" || (kind == "withdraw" && len(v.Get("iban")) != 11) {
+			reply(w, 400, nil, "invalid_request", "fields")
+			return
+		}
+		key := s.ID + "/" + v.Get("processId")
+		if tx := g.State.Txs[key]; tx != nil {
+			reply(w, 200, g.record(s, tx), "", "")
+			return
+		}
+		if kind == "withdraw" {
+			if s.Balance-s.Pending-amt < 0 {
+				reply(w, 402, nil, "insufficient_site_balance", "treasury")
+				return
+			}
+			s.Pending += amt
+		}
+		g.State.Seq++
+		typ := map[string]string{"deposit": "deposit", "withdraw": "withdrawal"}[kind]
+		tx := &fakeTx{TransactionID: fmt.Sprintf("T%08d", g.State.Seq), BankID: bank, ProcessID: v.Get("processId"), Type: typ, Amount: amt}
+		g.State.Txs[key] = tx
+		g.save()
+		reply(w, 200, g.record(s, tx), "", "")
+	})
+	mux.HandleFunc("POST /v1/transactions/{kind}", create)
+	mux.HandleFunc("GET /v1/balance", merchant(func(w http.ResponseWriter, r *http.Request, s *fakeSite, _ string) {
+		reply(w, 200, map[string]any{"balance": s.Balance, "pendingWithdrawals": s.Pending, "negativeLimit": 0, "available": s.Balance - s.Pending, "currency": "IQD"}, "", "")
+	}))
+	mux.HandleFunc("GET /v1/transactions", merchant(func(w http.ResponseWriter, r *http.Request, s *fakeSite, _ string) {
+		tx := g.State.Txs[s.ID+"/"+r.URL.Query().Get("processId")]
+		if tx == nil {
+			reply(w, 404, nil, "not_found", "no such transaction")
+			return
+		}
+		reply(w, 200, g.record(s, tx), "", "")
+	}))
+	return mux
+}
+
+// TestMain turns the test binary into a fake gateway process when
+// LOADTEST_FAKE_GATEWAY is set, so the spawn/restart path can be tested with
+// the same flags the real gateway gets.
+func TestMain(m *testing.M) {
+	if os.Getenv("LOADTEST_FAKE_GATEWAY") == "1" {
+		fs := flag.NewFlagSet("fake", flag.ExitOnError)
+		addr := fs.String("http", "", "")
+		data := fs.String("data", "", "")
+		token := fs.String("admin-token", "", "")
+		fs.String("sync", "", "")
+		fs.Bool("callback-allow-private", false, "")
+		fs.Parse(os.Args[1:])
+		g := newFake(*token, *data)
+		if os.Getenv("LOADTEST_FAKE_FORGET") == "1" {
+			g.State = newFake(*token, "").State // fault: a restart loses everything
+		}
+		srv := &http.Server{Addr: *addr, Handler: g.handler()}
+		go func() {
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, syscall.SIGTERM)
+			<-ch
+			srv.Shutdown(context.Background())
+		}()
+		if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// testOptions are small-run options for the end-to-end tests.
+func testOptions(kind string) options {
+	return options{kind: kind, n: 600, c: 8, sites: 5, runs: 1, max: time.Minute, timeout: 10 * time.Second, readyTimeout: 20 * time.Second, verify: 0.5, sync: "always", quiet: true}
+}
+
+// TestRunAgainstFake drives the -url path at a correct fake: setup, load and
+// all checks must pass for deposits and withdrawals over several sites.
+func TestRunAgainstFake(t *testing.T) {
+	for _, kind := range []string{"deposit", "withdraw"} {
+		t.Run(kind, func(t *testing.T) {
+			srv := httptest.NewServer(newFake("tok", "").handler())
+			defer srv.Close()
+			o := testOptions(kind)
+			o.url, o.adminToken = srv.URL, "tok"
+			rr, err := runOnce(context.Background(), o, t.TempDir(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rr.Failures) != 0 || rr.Gateway == nil || rr.Gateway.OK != 600 {
+				t.Fatalf("failures %v report %+v", rr.Failures, rr.Gateway)
+			}
+		})
+	}
+}
+
+// TestRunDetectsFaults: a fake with wrong hashes, duplicate ids or too little
+// treasury must make the run fail.
+func TestRunDetectsFaults(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(g *fakeGateway, o *options)
+		want  string
+	}{
+		{"bad hash", func(g *fakeGateway, o *options) { g.badHash = true }, "after load: " + catHash},
+		{"duplicate transactionId", func(g *fakeGateway, o *options) { g.dupTx = true }, "after load: " + catDupTx},
+		{"insufficient seed", func(g *fakeGateway, o *options) { o.kind = "withdraw"; o.seed = 100000 }, "after load: " + catStatusCodes},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := newFake("tok", "")
+			o := testOptions("deposit")
+			c.setup(g, &o)
+			srv := httptest.NewServer(g.handler())
+			defer srv.Close()
+			o.url, o.adminToken = srv.URL, "tok"
+			rr, err := runOnce(context.Background(), o, t.TempDir(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, f := range rr.Failures {
+				found = found || strings.HasPrefix(f, c.want)
+			}
+			if !found {
+				t.Fatalf("want a %q failure, got %v", c.want, rr.Failures)
+			}
+		})
+	}
+}
+
+// TestSpawnAndRestart drives the -gateway path with the test binary as the
+// gateway: spawn, readiness, RSS, SIGKILL restart on the same data, and the
+// checks after the restart.
+func TestSpawnAndRestart(t *testing.T) {
+	t.Setenv("LOADTEST_FAKE_GATEWAY", "1")
+	o := testOptions("withdraw")
+	o.gateway, o.restart = os.Args[0], true
+	rr, err := runOnce(context.Background(), o, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Failures) != 0 {
+		t.Fatalf("failures: %v", rr.Failures)
+	}
+	if rr.Gateway.RSSPeakMiB == nil || *rr.Gateway.RSSPeakMiB <= 0 || rr.RestartToReadyS == nil {
+		t.Fatalf("missing RSS or restart figure: %+v restart=%v", rr.Gateway, rr.RestartToReadyS)
+	}
+}
+
+// TestRestartDetectsLostState: a gateway that comes back empty after SIGKILL
+// must fail the after-restart balance and lookup checks.
+func TestRestartDetectsLostState(t *testing.T) {
+	t.Setenv("LOADTEST_FAKE_GATEWAY", "1")
+	t.Setenv("LOADTEST_FAKE_FORGET", "1")
+	o := testOptions("withdraw")
+	o.gateway, o.restart = os.Args[0], true
+	rr, err := runOnce(context.Background(), o, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bal, look bool
+	for _, f := range rr.Failures {
+		bal = bal || strings.HasPrefix(f, "after restart: "+catBalance)
+		look = look || strings.HasPrefix(f, "after restart: "+catLookup)
+		if strings.HasPrefix(f, "after load") {
+			t.Errorf("unexpected failure before the restart: %s", f)
+		}
+	}
+	if !bal || !look {
+		t.Fatalf("lost state not detected: %v", rr.Failures)
+	}
+}

@@ -1,0 +1,469 @@
+// Command loadtest drives signed merchant deposits or withdrawals at the
+// gateway over its HTTP contract (shared/spec/CONTRACT.md), measures
+// throughput and latency, checks the gateway's invariants afterwards, and can
+// compare it with the reference server refgw from shared/bench.
+//
+// It either spawns a built gateway binary (-gateway) on a free loopback port
+// with a fresh data directory and a random admin token, or targets one that
+// is already running (-url with -admin-token):
+//
+//	go build -o /tmp/gw ./cmd/gateway
+//	go run ./cmd/loadtest -gateway /tmp/gw -n 20000 -c 64
+//	go run ./cmd/loadtest -gateway /tmp/gw -kind withdraw -sites 100 -restart
+//	go run ./cmd/loadtest -url http://127.0.0.1:8080 -admin-token T -n 5000
+//
+// Setup goes through the operator API: one PHONE method with a random code,
+// -sites sites (created 16 at a time) and, for withdrawals, a treasury
+// adjustment of -seed-balance per site. Request i goes to site i % sites with
+// processId "<tag>-<i>", its own end user and an amount of 1,000 to 50,000
+// IQD, signed with the site's secret over the exact body.
+//
+// After the load it checks: every answer is 200 (unless -allow-errors); every
+// response hash (seed §5.3); bankId is the method's _id; amount and processId
+// echo the request; transactionIds are unique and processIds unique per site;
+// each site's GET /v1/balance (withdrawals: pending equals the accepted
+// amounts, balance equals the seed; deposits: both zero); and a -verify
+// sample of GET /v1/transactions?processId= lookups. Any violation exits with
+// status 1. -restart then kills the gateway with SIGKILL, starts it again on
+// the same data, prints restart_to_ready (process start to /readyz 200) and
+// repeats the balance and lookup checks.
+//
+// With -ref (a refgw binary, built with
+// `cd /work/shared/bench && go build -o /tmp/benchbin/ ./cmd/...`) the same
+// deposit load (same -n, -c) first runs against refgw, with -sync when the
+// gateway runs -sync always, and the report adds the ratios gateway/refgw for
+// throughput and p99; -ref-only runs refgw alone. -runs R repeats everything
+// R times with fresh data and adds the median of every figure.
+//
+// Output: one human line per phase on stdout; with -json the whole report
+// follows as an indented JSON document starting on a line of its own ("{").
+// Diagnostics and the progress display go to stderr. Server data and logs
+// live in a temp directory (under $TMPDIR: put it on the disk under test,
+// since -sync always measures fsync) that is removed after a successful run
+// unless -keep, and kept, with its path printed, after a failure.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// options are the parsed command-line flags.
+type options struct {
+	gateway, url, adminToken, data, sync, kind, ref  string
+	n, c, sites, runs                                int
+	max, timeout, readyTimeout                       time.Duration
+	seed                                             int64
+	verify                                           float64
+	json, keep, restart, refOnly, allowErrors, quiet bool
+}
+
+// parseFlags reads and validates the flags; usage errors exit with status 2
+// like the flag package's own errors.
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.StringVar(&o.gateway, "gateway", "", "path to a built gateway binary to spawn")
+	fs.StringVar(&o.url, "url", "", "base URL of an already running gateway (instead of -gateway)")
+	fs.StringVar(&o.adminToken, "admin-token", "", "operator bearer token of the -url gateway")
+	fs.StringVar(&o.data, "data", "", "data directory of the spawned gateway (default: fresh temp dir; with -runs > 1 a run<k> subdirectory per run)")
+	fs.StringVar(&o.sync, "sync", "always", "--sync of the spawned gateway: always or interval (refgw gets -sync with always)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (data and logs)")
+	fs.StringVar(&o.kind, "kind", "deposit", "deposit or withdraw")
+	fs.IntVar(&o.n, "n", 20000, "total requests")
+	fs.IntVar(&o.c, "c", 64, "concurrent keep-alive clients")
+	fs.IntVar(&o.sites, "sites", 1, "merchant sites; requests are spread round-robin")
+	fs.DurationVar(&o.max, "max", 10*time.Minute, "stop sending after this long")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-request client timeout")
+	fs.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "how long to wait for /readyz after (re)start")
+	fs.Int64Var(&o.seed, "seed-balance", 0, "treasury credited to each site before withdrawals (0: enough for all of the site's withdrawals)")
+	fs.Float64Var(&o.verify, "verify", 0.01, "fraction of accepted requests looked up by processId (at least 100, or all)")
+	fs.BoolVar(&o.json, "json", false, "also print the final report as JSON on stdout")
+	fs.BoolVar(&o.restart, "restart", false, "after the checks, SIGKILL and restart the gateway, time it to ready and check again (needs -gateway)")
+	fs.StringVar(&o.ref, "ref", "", "path to a built refgw binary to run the same deposit load against first")
+	fs.BoolVar(&o.refOnly, "ref-only", false, "run only the refgw load (needs -ref)")
+	fs.IntVar(&o.runs, "runs", 1, "repeat the whole comparison this many times and report medians")
+	fs.BoolVar(&o.allowErrors, "allow-errors", false, "do not fail the run when some requests are answered with non-200")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress display")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, o.validate()
+}
+
+// validate rejects flag combinations that cannot work, before anything is
+// spawned or created.
+func (o *options) validate() error {
+	switch {
+	case o.refOnly && o.ref == "":
+		return errors.New("-ref-only needs -ref")
+	case o.refOnly && (o.gateway != "" || o.url != ""):
+		return errors.New("-ref-only excludes -gateway and -url")
+	case !o.refOnly && (o.gateway == "") == (o.url == ""):
+		return errors.New("give exactly one of -gateway or -url (or -ref with -ref-only)")
+	case o.url != "" && o.adminToken == "":
+		return errors.New("-url needs -admin-token")
+	case o.restart && o.gateway == "":
+		return errors.New("-restart needs -gateway")
+	case o.kind != "deposit" && o.kind != "withdraw":
+		return errors.New("-kind must be deposit or withdraw")
+	case o.sync != "always" && o.sync != "interval":
+		return errors.New("-sync must be always or interval")
+	case o.n < 1 || o.c < 1 || o.sites < 1 || o.runs < 1:
+		return errors.New("-n, -c, -sites and -runs must be at least 1")
+	case o.n > 1<<31-1:
+		return errors.New("-n too large")
+	case o.verify < 0 || o.verify > 1:
+		return errors.New("-verify must be between 0 and 1")
+	case o.seed < 0:
+		return errors.New("-seed-balance must not be negative")
+	}
+	return nil
+}
+
+// defaultSeed is a treasury large enough for every withdrawal a site will be
+// sent: ceil(n/sites) requests of at most 50,000 IQD each, plus a margin so
+// the last withdrawal does not depend on whether "stay above the negative
+// limit" (seed §8) is strict.
+func defaultSeed(n, sites int) int64 {
+	per := int64((n + sites - 1) / sites)
+	return per*requestAmount(49) + 1_000_000
+}
+
+// logf prints a diagnostic line on stderr, keeping stdout for the report.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "loadtest: "+format+"\n", args...)
+}
+
+// main parses flags and exits with run's status.
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "loadtest:", err)
+		}
+		os.Exit(2)
+	}
+	os.Exit(run(o))
+}
+
+// run performs all runs and prints the report; it returns the exit status.
+// It returns rather than exiting so deferred cleanup (stopping spawned
+// servers) always happens, also after Ctrl-C.
+func run(o options) int {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	work, err := os.MkdirTemp("", "loadtest-")
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	final := FinalReport{OK: true}
+	for r := 1; r <= o.runs; r++ {
+		rr, err := runOnce(ctx, o, work, r)
+		if err != nil {
+			rr.Failures = append(rr.Failures, "error: "+err.Error())
+		}
+		final.Runs = append(final.Runs, rr)
+		if len(rr.Failures) == 0 && !o.keep {
+			// Free the disk between runs; a passing run's data is not evidence.
+			os.RemoveAll(filepath.Join(work, "run"+strconv.Itoa(r)))
+		}
+		if len(rr.Failures) > 0 {
+			final.OK = false
+			for _, l := range rr.Failures {
+				fmt.Printf("run %d FAIL %s\n", r, l)
+			}
+			break // a broken run makes further runs and medians meaningless
+		}
+	}
+	if final.OK && o.runs > 1 {
+		final.Median = computeMedians(final.Runs)
+		printMedians(final.Median)
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(final)
+	}
+	// Keep the evidence when something failed; otherwise clean up unless asked not to.
+	if !final.OK || o.keep {
+		logf("work directory kept: %s", work)
+	} else {
+		os.RemoveAll(work)
+	}
+	if !final.OK {
+		return 1
+	}
+	return 0
+}
+
+// printMedians prints the median lines of a multi-run comparison.
+func printMedians(m *Medians) {
+	if m.Ref != nil {
+		fmt.Println(m.Ref.Line("refgw"))
+	}
+	if m.Gateway != nil {
+		fmt.Println(m.Gateway.Line("gateway"))
+	}
+	if m.Ratio != nil {
+		fmt.Printf("median ratio gateway/refgw: throughput=%.3f p99=%.3f\n", m.Ratio.Throughput, m.Ratio.P99)
+	}
+}
+
+// runOnce is one repetition: refgw first (when asked), then the gateway with
+// its checks. Human lines are printed as soon as each phase is done so a long
+// run shows results early.
+func runOnce(ctx context.Context, o options, work string, r int) (RunReport, error) {
+	rr := RunReport{Run: r}
+	dir := filepath.Join(work, "run"+strconv.Itoa(r))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return rr, err
+	}
+	cfg := loadConfig{n: o.n, c: o.c, max: o.max, timeout: o.timeout, tag: "lt" + randomHex(4)}
+	if o.ref != "" {
+		rep, err := runRef(ctx, o, dir, cfg)
+		if err != nil {
+			return rr, fmt.Errorf("refgw: %w", err)
+		}
+		rr.Ref = rep
+		fmt.Printf("run %d %s\n", r, rep.Line())
+	}
+	if o.refOnly {
+		return rr, nil
+	}
+	if err := runGateway(ctx, o, dir, r, cfg, &rr); err != nil {
+		return rr, err
+	}
+	rr.Ratio = ratios(rr.Gateway, rr.Ref)
+	if rr.Ratio != nil {
+		fmt.Printf("run %d ratio gateway/refgw: throughput=%.3f p99=%.3f\n", r, rr.Ratio.Throughput, rr.Ratio.P99)
+	}
+	return rr, nil
+}
+
+// runRef spawns refgw on a free port with a fresh store, sends it the deposit
+// load as its fixed site ("ref"/"refsecret", bank "zain") and stops it. Its
+// answers are not contract-shaped (string amount, no bankId), so nothing of
+// them is checked.
+func runRef(ctx context.Context, o options, dir string, cfg loadConfig) (*LoadReport, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "refgw-data")
+	args := []string{"-http", addr, "-secret", "refsecret", "-data", data}
+	if o.sync == "always" {
+		args = append(args, "-sync") // same durability as the gateway, or the ratio is unfair
+	}
+	p, err := startProc("refgw", o.ref, args, filepath.Join(dir, "refgw.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(data)
+	defer p.stop(30 * time.Second)
+	base := "http://" + addr
+	// refgw has no /readyz; it serves /healthz only once its stream exists.
+	if _, err := waitReady(ctx, p, base+"/healthz", o.readyTimeout); err != nil {
+		return nil, err
+	}
+	t := loadTarget{name: "refgw", base: base, kind: "deposit", bank: "zain", sites: []site{{ID: "ref", AppKey: "ref", Secret: "refsecret"}}}
+	res := runLoad(ctx, t, cfg, !o.quiet)
+	rep := newLoadReport("refgw", "deposit", res.total, res.codes, res.lats, res.elapsed, res.stopped)
+	attachRSS(rep, p)
+	if ctx.Err() != nil {
+		fmt.Printf("(interrupted) %s\n", rep.Line())
+		return nil, errors.New("interrupted")
+	}
+	if res.codes[200] == 0 {
+		return rep, fmt.Errorf("no request succeeded: %v (log: %s)", res.errSamples, p.logPath)
+	}
+	return rep, nil
+}
+
+// gatewayProc remembers how the gateway was spawned so -restart can start it
+// again with the very same arguments.
+type gatewayProc struct {
+	bin  string
+	args []string
+	log  string
+	p    *proc
+}
+
+// spawnGateway starts the gateway binary on a free port with a fresh data
+// directory and a random admin token, and waits until /readyz is 200.
+func spawnGateway(ctx context.Context, o options, dir string, r int) (*gatewayProc, string, string, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", "", err
+	}
+	data := filepath.Join(dir, "gateway-data")
+	if o.data != "" {
+		data = o.data
+		if o.runs > 1 {
+			data = filepath.Join(o.data, "run"+strconv.Itoa(r))
+		}
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, "", "", err
+	}
+	token := randomHex(24)
+	g := &gatewayProc{
+		bin:  o.gateway,
+		args: []string{"--http", addr, "--data", data, "--admin-token", token, "--sync", o.sync, "--callback-allow-private"},
+		log:  filepath.Join(dir, "gateway.log"),
+	}
+	if g.p, err = startProc("gateway", g.bin, g.args, g.log); err != nil {
+		return nil, "", "", err
+	}
+	base := "http://" + addr
+	d, err := waitReady(ctx, g.p, base+"/readyz", o.readyTimeout)
+	if err != nil {
+		g.p.stop(30 * time.Second)
+		return nil, "", "", err
+	}
+	logf("gateway ready on %s after %s (log: %s)", addr, d.Round(time.Millisecond), g.log)
+	return g, base, token, nil
+}
+
+// runGateway sets up, loads and checks the gateway (spawned or at -url),
+// filling rr. Invariant violations go to rr.Failures; an error means the run
+// could not be carried out at all.
+func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfig, rr *RunReport) error {
+	base, token := o.url, o.adminToken
+	var g *gatewayProc
+	if o.gateway != "" {
+		var err error
+		if g, base, token, err = spawnGateway(ctx, o, dir, r); err != nil {
+			return err
+		}
+		// The closure reads g.p at exit, so after -restart it stops the new process.
+		defer func() {
+			if err := g.p.stop(30 * time.Second); err != nil {
+				logf("%v", err)
+			}
+		}()
+	}
+	withLog := func(err error) error {
+		if err != nil && g != nil {
+			return fmt.Errorf("%w (gateway log: %s)", err, g.log)
+		}
+		return err
+	}
+
+	a := newAPI(base, token)
+	t0 := time.Now()
+	m, err := a.createMethod(ctx)
+	if err != nil {
+		return withLog(fmt.Errorf("setup: %w", err))
+	}
+	seed := int64(0)
+	if o.kind == "withdraw" {
+		seed = o.seed
+		if seed == 0 {
+			seed = defaultSeed(o.n, o.sites)
+		}
+	}
+	sites, err := a.createSites(ctx, "lt-"+cfg.tag, o.sites, seed)
+	if err != nil {
+		return withLog(fmt.Errorf("setup: %w", err))
+	}
+	logf("setup: method %s (_id %s), %d site(s), seed %d, in %s", m.Code, m.ID, len(sites), seed, time.Since(t0).Round(time.Millisecond))
+
+	t := loadTarget{name: "gateway", base: base, kind: o.kind, bank: m.Code, sites: sites, strict: true}
+	res := runLoad(ctx, t, cfg, !o.quiet)
+	rep := newLoadReport("gateway", o.kind, res.total, res.codes, res.lats, res.elapsed, res.stopped)
+	if g != nil {
+		attachRSS(rep, g.p)
+	}
+	rr.Gateway = rep
+	fmt.Printf("run %d %s\n", r, rep.Line())
+	if ctx.Err() != nil {
+		// Interrupted: the partial figures above are still worth having, but
+		// the checks would judge an incomplete run.
+		return errors.New("interrupted; checks skipped")
+	}
+	res.lats = nil // the percentiles are taken; free the memory before the checks
+
+	// Invariants 1 and 2 (and the echo flags) on the kept answers.
+	f := newFailures()
+	checkCodes(f, res, o.allowErrors)
+	checkRecords(f, res.oks, sites, m.ID)
+	if res.codes[200] == 0 {
+		f.add(catStatusCodes, "no request succeeded")
+	}
+	want := expectedPending(o.kind, res.oks, len(sites))
+	found, err := resolveUnknown(ctx, a, t, cfg.tag, res.unknown, want)
+	if err != nil {
+		return withLog(fmt.Errorf("resolving unanswered requests: %w", err))
+	}
+	if len(res.unknown) > 0 && o.kind == "withdraw" {
+		logf("%d request(s) got no definite answer; %d of them exist and count as pending", len(res.unknown), found)
+	}
+	if err := checkState(ctx, f, a, o, sites, cfg.tag, res.oks, seed, want); err != nil {
+		return withLog(err)
+	}
+	rr.Failures = append(rr.Failures, prefixed("after load: ", f.lines())...)
+
+	if o.restart {
+		g.p.kill()
+		if g.p, err = startProc("gateway", g.bin, g.args, g.log); err != nil {
+			return err
+		}
+		d, err := waitReady(ctx, g.p, base+"/readyz", o.readyTimeout)
+		if err != nil {
+			return withLog(fmt.Errorf("after restart: %w", err))
+		}
+		secs := round2(d.Seconds())
+		rr.RestartToReadyS = &secs
+		fmt.Printf("run %d restart_to_ready=%.2fs\n", r, secs)
+		f2 := newFailures()
+		if err := checkState(ctx, f2, newAPI(base, token), o, sites, cfg.tag, res.oks, seed, want); err != nil {
+			return withLog(fmt.Errorf("after restart: %w", err))
+		}
+		rr.Failures = append(rr.Failures, prefixed("after restart: ", f2.lines())...)
+	}
+	if len(rr.Failures) == 0 {
+		logf("run %d: all invariants hold", r)
+	} else if g != nil {
+		rr.Failures = append(rr.Failures, "gateway log: "+g.log)
+	}
+	return nil
+}
+
+// checkState runs invariants 3 (balances) and 4 (sampled lookups), the ones
+// that read the gateway's current state and so are repeated after a restart.
+func checkState(ctx context.Context, f *failures, a *api, o options, sites []site, tag string, oks []okRec, seed int64, want []int64) error {
+	bal, err := fetchBalances(ctx, f, a, sites)
+	if err != nil {
+		return err
+	}
+	checkBalances(f, o.kind, seed, want, bal)
+	k, err := checkSample(ctx, f, a, sites, tag, oks, o.verify)
+	if err != nil {
+		return err
+	}
+	logf("checked %d balance(s) and %d lookup(s)", len(bal), k)
+	return nil
+}
+
+// prefixed puts p in front of every line.
+func prefixed(p string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = p + l
+	}
+	return out
+}
