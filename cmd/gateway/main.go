@@ -1,0 +1,276 @@
+// Command gateway serves the merchant and operator APIs over an
+// event-sourced ledger on NATS JetStream: an embedded server in --data by
+// default, or an external cluster with --nats.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"gateway/aggregates"
+	"gateway/events/jsstore"
+	"gateway/httpapi"
+	"gateway/ledger"
+	"gateway/projections"
+)
+
+// version is set with -ldflags "-X main.version=…"; otherwise the build
+// info decides.
+var version string
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the flags of CONTRACT §4.
+type options struct {
+	http, nats, data, sync, natsListen string
+	demo                               bool
+	adminToken, publicURL              string
+	trustedProxies                     string
+	callbackRetry                      string
+	callbackAllowPrivate               bool
+	replicas                           int
+	logLevel                           string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(name, def string) string {
+		if v, ok := os.LookupEnv(name); ok {
+			return v
+		}
+		return def
+	}
+	envBool := func(name string) bool {
+		b, _ := strconv.ParseBool(env(name, "false"))
+		return b
+	}
+	fs.StringVar(&o.http, "http", env("GATEWAY_HTTP", "127.0.0.1:8080"), "listen address [GATEWAY_HTTP]")
+	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of an external NATS cluster, comma-separated; empty runs an embedded server [GATEWAY_NATS]")
+	fs.StringVar(&o.data, "data", env("GATEWAY_DATA", "./data"), "embedded server's JetStream directory [GATEWAY_DATA]")
+	fs.StringVar(&o.sync, "sync", env("GATEWAY_SYNC", "always"), "embedded server durability: 'always' fsyncs before every acknowledgement;\n'interval' syncs every 2 minutes: faster, but a machine crash loses recent acknowledged writes [GATEWAY_SYNC]")
+	fs.StringVar(&o.natsListen, "nats-listen", env("GATEWAY_NATS_LISTEN", ""), "expose the embedded server's client port, e.g. 127.0.0.1:4222 [GATEWAY_NATS_LISTEN]")
+	fs.BoolVar(&o.demo, "demo", false, "create a demo site and methods if missing and print their keys (implies --callback-allow-private)")
+	fs.StringVar(&o.adminToken, "admin-token", env("GATEWAY_ADMIN_TOKEN", ""), "operator bearer token; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
+	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "base of hosted page URLs (default http:// + listen address) [GATEWAY_PUBLIC_URL]")
+	fs.StringVar(&o.trustedProxies, "trusted-proxies", env("GATEWAY_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is believed [GATEWAY_TRUSTED_PROXIES]")
+	fs.StringVar(&o.callbackRetry, "callback-retry", env("GATEWAY_CALLBACK_RETRY", ""), "comma-separated callback retry delays, e.g. 1s,2s,4s (default 5s,5m,30m,2h,5h,10h,10h) [GATEWAY_CALLBACK_RETRY]")
+	fs.BoolVar(&o.callbackAllowPrivate, "callback-allow-private", envBool("GATEWAY_CALLBACK_ALLOW_PRIVATE"), "allow callbacks to loopback and private addresses [GATEWAY_CALLBACK_ALLOW_PRIVATE]")
+	replicas, _ := strconv.Atoi(env("GATEWAY_REPLICAS", "1"))
+	fs.IntVar(&o.replicas, "replicas", replicas, "stream replicas when using --nats (3 for a 3-node cluster) [GATEWAY_REPLICAS]")
+	fs.StringVar(&o.logLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.sync != "always" && o.sync != "interval" {
+		return o, fmt.Errorf("--sync must be always or interval, not %q", o.sync)
+	}
+	if o.demo {
+		o.callbackAllowPrivate = true
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway:", err)
+		return 2
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
+		fmt.Fprintln(stderr, "gateway: --log-level:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	if err := serve(ctx, o, stdout, log); err != nil {
+		log.Error("gateway stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func parseProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		pr, err := aggregates.ParseAllowEntry(p)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxies: %q: %w", p, err)
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) error {
+	proxies, err := parseProxies(o.trustedProxies)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", o.http, err)
+	}
+	defer ln.Close()
+	publicURL := o.publicURL
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
+
+	var nc *nats.Conn
+	if o.nats == "" {
+		if err := os.MkdirAll(o.data, 0o700); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+		ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: o.data, SyncAlways: o.sync == "always", Listen: o.natsListen})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}()
+		if nc, err = jsstore.ConnectInProcess(ns, "gateway"); err != nil {
+			return err
+		}
+		log.Info("embedded JetStream", "dir", o.data, "sync", o.sync, "natsListen", o.natsListen)
+	} else if nc, err = jsstore.Connect(o.nats, "gateway"); err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	store, err := jsstore.Open(openCtx, nc, jsstore.Options{Replicas: o.replicas})
+	cancel()
+	if err != nil {
+		return err
+	}
+	led := ledger.New(store, ledger.Config{SnapshotEvery: time.Minute, Logger: log})
+	if err := led.Start(ctx); err != nil {
+		return err
+	}
+	closeLedger := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := led.Close(cctx); err != nil {
+			log.Warn("ledger close", "err", err)
+		}
+	}
+
+	token := o.adminToken
+	if token == "" {
+		token = generateToken()
+		fmt.Fprintf(stdout, "Operator token (generated; pass --admin-token or GATEWAY_ADMIN_TOKEN to keep one): %s\n", token)
+	}
+	reader := projections.NewReader(led, store, publicURL)
+	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
+		AppVersion: appVersion(), StoreReady: store.Ping, Logger: log})
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("gateway listening", "http", ln.Addr().String(), "publicURL", publicURL, "version", appVersion())
+
+	if o.demo {
+		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		err := led.WaitReady(rctx)
+		if err == nil {
+			err = setupDemo(rctx, led, reader, stdout, "http://"+ln.Addr().String())
+		}
+		cancel()
+		if err != nil {
+			_ = srv.Close()
+			closeLedger()
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+
+	select {
+	case err := <-errc:
+		closeLedger()
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("drain incomplete", "err", err)
+	}
+	closeLedger()
+	log.Info("stopped")
+	return nil
+}
+
+func generateToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "op_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// appVersion is the build label: -ldflags version, the module version, or
+// the VCS revision, in that order.
+func appVersion() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	switch {
+	case rev == "":
+		return "dev"
+	case dirty:
+		return rev + "-dirty"
+	}
+	return rev
+}

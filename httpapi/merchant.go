@@ -1,0 +1,383 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"gateway/aggregates"
+	"gateway/events"
+)
+
+func (s *Server) merchantRoutes(r chi.Router) {
+	r.Use(s.merchantAuth)
+	r.Post("/transactions/deposit", s.createDeposit)
+	r.Post("/transactions/withdraw", s.createWithdrawal)
+	r.Get("/banks", s.listBanks)
+	r.Get("/transactions", s.txByProcessID)
+	r.Get("/transactions/{id}", s.txByID)
+	r.Get("/balance", s.balance)
+}
+
+type ctxBody struct{}
+
+// merchantAuth authenticates a merchant call before anything in it is
+// parsed: body size, appKey, IP allowlist, then the signature over the exact
+// bytes received, then the site's rate limit.
+func (s *Server) merchantAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ri := info(r)
+		body, err := readBody(w, r)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		appKey := r.Header.Get("appKey")
+		if appKey == "" {
+			s.writeErr(w, r, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "the appKey header is missing"})
+			return
+		}
+		siteID, cfg, ok := s.cfg.Ledger.SiteByAppKey(appKey)
+		if !ok {
+			s.writeErr(w, r, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"})
+			return
+		}
+		ri.siteID = siteID
+		if len(cfg.IPAllowlist) > 0 && !allowed(cfg.IPAllowlist, s.clientIP(r)) {
+			s.writeErr(w, r, &apiError{status: 403, code: "not_authorized",
+				message: "this site accepts requests only from its IP allowlist"})
+			return
+		}
+		signed := body
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			signed = []byte(r.URL.RawQuery)
+		}
+		if !s.signatureValid(cfg, r.Header.Get("sign"), signed) {
+			s.writeErr(w, r, &apiError{status: 401, code: "invalid_signature", field: "sign",
+				message: "sign must be base64(HMAC-SHA256(secret, raw body for POST or raw query for GET))"})
+			return
+		}
+		if ok, wait := s.limiter.allow(siteID, cfg.RateLimit); !ok {
+			s.writeErr(w, r, &apiError{status: 429, code: "rate_limited", retryAfter: wait,
+				message: "the site's rate limit of " + strconv.FormatInt(cfg.RateLimit, 10) + " requests per second is exceeded"})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxBody{}, body)))
+	})
+}
+
+// readBody reads at most MaxBody bytes of the body.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := &apiError{status: 413, code: "body_too_large", message: "the request body is over 16 KiB"}
+	if r.ContentLength > MaxBody {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge
+		}
+		return nil, errBad("invalid_request", "", "the request body could not be read")
+	}
+	return b, nil
+}
+
+func (s *Server) signatureValid(cfg *aggregates.Config, sign string, signed []byte) bool {
+	got, ok := decodeSign(sign)
+	if !ok {
+		return false
+	}
+	valid := hmac.Equal(got, mac(cfg.Secret, signed))
+	if cfg.PrevSecret != "" && s.cfg.Ledger.Now().UnixMilli() < cfg.PrevSecretUntil {
+		// Both are always compared so the answer time does not tell
+		// which secret matched.
+		valid = hmac.Equal(got, mac(cfg.PrevSecret, signed)) || valid
+	}
+	return valid
+}
+
+func mac(secret string, data []byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(data)
+	return m.Sum(nil)
+}
+
+// decodeSign accepts standard base64 with or without padding (and the URL
+// alphabet, which some HTTP clients produce).
+func decodeSign(s string) ([]byte, bool) {
+	if s == "" || len(s) > 128 {
+		return nil, false
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == sha256.Size {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// clientIP is the peer address, or, when the peer is a trusted proxy, the
+// right-most X-Forwarded-For address that is not itself a trusted proxy.
+func (s *Server) clientIP(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	peer = peer.Unmap()
+	if !s.trusted(peer) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return peer
+		}
+		a = a.Unmap()
+		if !s.trusted(a) {
+			return a
+		}
+		peer = a
+	}
+	return peer
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func allowed(list []string, a netip.Addr) bool {
+	if !a.IsValid() {
+		return false
+	}
+	for _, e := range list {
+		if p, err := aggregates.ParseAllowEntry(e); err == nil && p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// form is a parsed merchant form body.
+type form url.Values
+
+// parseForm parses the signed body as application/x-www-form-urlencoded.
+func parseForm(r *http.Request) (form, error) {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, errBad("invalid_request", "", "the body must be application/x-www-form-urlencoded")
+	}
+	body, _ := r.Context().Value(ctxBody{}).([]byte)
+	v, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, errBad("invalid_request", "", "the body is not valid form encoding")
+	}
+	for k, vs := range v {
+		if len(vs) > 1 {
+			return nil, errBad("invalid_request", k, k+" is given more than once")
+		}
+	}
+	return form(v), nil
+}
+
+func (f form) get(k string) string {
+	if vs := f[k]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// amount parses a positive whole IQD amount written in decimal digits.
+func (f form) amount() (int64, error) {
+	v := f.get("amount")
+	bad := errBad("invalid_request", "amount", "amount must be a positive whole number of IQD, e.g. 25000")
+	if v == "" || len(v) > 16 {
+		return 0, bad
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, bad
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, bad
+	}
+	return n, nil
+}
+
+func (s *Server) request(f form) (aggregates.Request, error) {
+	amt, err := f.amount()
+	if err != nil {
+		return aggregates.Request{}, err
+	}
+	ref := f.get("bankId")
+	if ref == "" {
+		return aggregates.Request{}, errBad("invalid_request", "bankId", "bankId is required")
+	}
+	req := aggregates.Request{ProcessID: f.get("processId"), Amount: amt, UserID: f.get("userId"),
+		UserName: f.get("userName"), Name: f.get("name"), BankRef: ref}
+	if b, ok := s.cfg.Ledger.Catalog().Resolve(ref); ok {
+		req.Bank = b
+	}
+	return req, nil
+}
+
+func (s *Server) createDeposit(w http.ResponseWriter, r *http.Request) {
+	f, err := parseForm(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	req, err := s.request(f)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cmd := aggregates.RequestDeposit{Request: req, SenderName: f.get("senderName"), Lang: f.get("lang"), HostedToken: newToken()}
+	s.execTx(w, r, cmd)
+}
+
+func (s *Server) createWithdrawal(w http.ResponseWriter, r *http.Request) {
+	f, err := parseForm(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	req, err := s.request(f)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.execTx(w, r, aggregates.RequestWithdrawal{Request: req, AccountName: f.get("accountName"), IBAN: f.get("iban")})
+}
+
+// execTx runs a command that creates (or repeats) a transaction and answers
+// with its record.
+func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.Command) {
+	ri := info(r)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := s.cfg.Ledger.Execute(ctx, ri.siteID, cmd, events.ActorMerchant)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	rec, err := s.cfg.Reader.FromResult(ctx, ri.siteID, res)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, rec)
+}
+
+// newToken returns an unguessable hosted page token.
+func newToken() string {
+	var b [18]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// method is one entry of GET /v1/banks.
+type method struct {
+	ID             string `json:"_id"`
+	Code           string `json:"code"`
+	Name           string `json:"name"`
+	IdentifierKind string `json:"identifierKind"`
+	MinAmount      int64  `json:"minAmount"`
+	MaxAmount      int64  `json:"maxAmount"`
+	Deposit        bool   `json:"deposit"`
+	Withdraw       bool   `json:"withdraw"`
+}
+
+func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.writeErr(w, r, errBad("invalid_request", "", "the query string is malformed"))
+		return
+	}
+	var kind aggregates.Kind
+	switch q.Get("type") {
+	case "":
+	case "deposit":
+		kind = aggregates.KindDeposit
+	case "withdraw", "withdrawal":
+		kind = aggregates.KindWithdrawal
+	default:
+		s.writeErr(w, r, errBad("invalid_request", "type", "type must be deposit or withdraw"))
+		return
+	}
+	lang := aggregates.NormalizeLang(q.Get("lang"))
+	out := []method{}
+	for _, b := range s.cfg.Ledger.Catalog().Banks() {
+		if !b.Enabled || (kind != 0 && !b.Supports(kind)) {
+			continue
+		}
+		out = append(out, method{ID: b.ID, Code: b.Code, Name: b.LocalName(lang), IdentifierKind: string(b.IdentifierKind),
+			MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit, Withdraw: b.Withdraw})
+	}
+	s.writeData(w, r, out)
+}
+
+func (s *Server) txByID(w http.ResponseWriter, r *http.Request) {
+	ri := info(r)
+	rec, err := s.cfg.Reader.ByID(r.Context(), ri.siteID, chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, rec)
+}
+
+func (s *Server) txByProcessID(w http.ResponseWriter, r *http.Request) {
+	ri := info(r)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.writeErr(w, r, errBad("invalid_request", "", "the query string is malformed"))
+		return
+	}
+	pid := q.Get("processId")
+	if pid == "" {
+		s.writeErr(w, r, errBad("invalid_request", "processId", "processId is required"))
+		return
+	}
+	rec, err := s.cfg.Reader.ByProcessID(r.Context(), ri.siteID, pid)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, rec)
+}
+
+func (s *Server) balance(w http.ResponseWriter, r *http.Request) {
+	b, err := s.cfg.Reader.BalanceOf(r.Context(), info(r).siteID)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, b)
+}

@@ -1,0 +1,568 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/projections"
+)
+
+// AdminActor names the bootstrap admin (the --admin-token) in events.
+const AdminActor = "admin"
+
+func (s *Server) opsRoutes(r chi.Router) {
+	r.Use(s.opsAuth)
+	r.Get("/sites", s.listSites)
+	r.Post("/sites", s.createSite)
+	r.Get("/sites/{id}", s.getSite)
+	r.Patch("/sites/{id}", s.updateSite)
+	r.Post("/sites/{id}/secret", s.rotateSecret(false))
+	r.Post("/sites/{id}/webhook-secret", s.rotateSecret(true))
+	r.Post("/sites/{id}/adjustments", s.adjust)
+	r.Get("/sites/{id}/events", s.siteEvents)
+	r.Get("/banks", s.opsBanks)
+	r.Post("/banks", s.createBank)
+	r.Patch("/banks/{id}", s.updateBank)
+	r.Get("/transactions", s.listTransactions)
+	r.Get("/transactions/{id}", s.opsTransaction)
+	r.Post("/deposits/{id}/approve", s.txAction(func(id string, b actionBody) aggregates.Command {
+		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount)}
+	}))
+	r.Post("/deposits/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
+		return aggregates.RejectDeposit{TxID: id, Reason: b.Reason}
+	}))
+	r.Post("/withdrawals/{id}/process", s.txAction(func(id string, _ actionBody) aggregates.Command {
+		return aggregates.ProcessWithdrawal{TxID: id}
+	}))
+	r.Post("/withdrawals/{id}/pay", s.txAction(func(id string, b actionBody) aggregates.Command {
+		return aggregates.PayWithdrawal{TxID: id, Reference: b.Reference}
+	}))
+	r.Post("/withdrawals/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
+		return aggregates.RejectWithdrawal{TxID: id, Reason: b.Reason}
+	}))
+}
+
+// opsAuth checks the bearer token in constant time (hashes are compared, so
+// the token's length does not leak either).
+func (s *Server) opsAuth(next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(s.cfg.AdminToken))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		if !ok || s.cfg.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ops"`)
+			s.writeErr(w, r, &apiError{status: 401, code: "unauthorized", message: "a valid operator bearer token is required"})
+			return
+		}
+		info(r).actor = AdminActor
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeJSON reads an operator body strictly: JSON only, no unknown fields,
+// nothing after the object. An empty body leaves v as it is.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return errBad("invalid_request", "", "the body must be application/json")
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
+		}
+		return errBad("invalid_request", "", "the body is not valid JSON for this call: "+err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errBad("invalid_request", "", "the body must hold one JSON object")
+	}
+	return nil
+}
+
+// siteBody is the body of site create and update; absent fields are nil.
+type siteBody struct {
+	Name              *string   `json:"name"`
+	NegativeLimit     *int64    `json:"negativeLimit"`
+	IPAllowlist       *[]string `json:"ipAllowlist"`
+	CallbackURL       *string   `json:"callbackUrl"`
+	HostedPage        *bool     `json:"hostedPage"`
+	DepositTTLSeconds *int64    `json:"depositTtlSeconds"`
+	RateLimit         *int64    `json:"rateLimit"`
+}
+
+func (b siteBody) settings() aggregates.SiteSettings {
+	return aggregates.SiteSettings{Name: b.Name, NegativeLimit: b.NegativeLimit, IPAllowlist: b.IPAllowlist,
+		CallbackURL: b.CallbackURL, HostedPage: b.HostedPage, DepositTTLSeconds: b.DepositTTLSeconds, RateLimit: b.RateLimit}
+}
+
+// siteView is a site as the operator API shows it. Secrets appear only in
+// the answers that create them.
+type siteView struct {
+	ID                string               `json:"id"`
+	Name              string               `json:"name"`
+	AppKey            string               `json:"appKey"`
+	Secret            string               `json:"secret,omitempty"`
+	WebhookSecret     string               `json:"webhookSecret,omitempty"`
+	NegativeLimit     int64                `json:"negativeLimit"`
+	IPAllowlist       []string             `json:"ipAllowlist"`
+	CallbackURL       *string              `json:"callbackUrl"`
+	HostedPage        bool                 `json:"hostedPage"`
+	DepositTTLSeconds int64                `json:"depositTtlSeconds"`
+	RateLimit         int64                `json:"rateLimit"`
+	CreatedAt         string               `json:"createdAt"`
+	Treasury          *projections.Balance `json:"treasury,omitempty"`
+}
+
+func viewSite(id string, c *aggregates.Config) siteView {
+	v := siteView{ID: id, Name: c.Name, AppKey: c.AppKey, NegativeLimit: c.NegativeLimit, IPAllowlist: c.IPAllowlist,
+		HostedPage: c.HostedPage, DepositTTLSeconds: c.DepositTTLSeconds, RateLimit: c.RateLimit,
+		CreatedAt: projections.FormatTime(c.CreatedAt)}
+	if v.IPAllowlist == nil {
+		v.IPAllowlist = []string{}
+	}
+	if c.CallbackURL != "" {
+		u := c.CallbackURL
+		v.CallbackURL = &u
+	}
+	return v
+}
+
+func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
+	var b siteBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	id := "s" + randomBase32(8)
+	cmd := aggregates.CreateSite{AppKey: "ak_" + randomBase32(15), Secret: randomSecret(),
+		WebhookSecret: newWebhookSecret(), Settings: b.settings()}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := s.cfg.Ledger.Execute(ctx, id, cmd, info(r).actor); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cfg, ok := s.cfg.Ledger.SiteConfig(id)
+	if !ok {
+		s.writeErr(w, r, fmt.Errorf("site %s missing after creation", id))
+		return
+	}
+	v := viewSite(id, cfg)
+	v.Secret, v.WebhookSecret = cfg.Secret, cfg.WebhookSecret
+	s.writeData(w, r, v)
+}
+
+func (s *Server) listSites(w http.ResponseWriter, r *http.Request) {
+	out := []siteView{}
+	for _, id := range s.cfg.Ledger.SiteIDs() {
+		if cfg, ok := s.cfg.Ledger.SiteConfig(id); ok {
+			out = append(out, viewSite(id, cfg))
+		}
+	}
+	s.writeData(w, r, out)
+}
+
+func (s *Server) getSite(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	b, err := s.cfg.Reader.BalanceOf(r.Context(), id)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cfg, ok := s.cfg.Ledger.SiteConfig(id)
+	if !ok {
+		s.writeErr(w, r, aggregates.ErrSiteNotFound)
+		return
+	}
+	v := viewSite(id, cfg)
+	v.Treasury = &b
+	s.writeData(w, r, v)
+}
+
+func (s *Server) updateSite(w http.ResponseWriter, r *http.Request) {
+	var b siteBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	id := chi.URLParam(r, "id")
+	if _, err := s.run(r, id, aggregates.UpdateSite{Settings: b.settings()}); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cfg, _ := s.cfg.Ledger.SiteConfig(id)
+	s.writeData(w, r, viewSite(id, cfg))
+}
+
+// run executes a site command on behalf of the authenticated operator and
+// returns the record of the transaction it concerned, if any.
+func (s *Server) run(r *http.Request, siteID string, cmd aggregates.Command) (projections.Record, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	lr, err := s.cfg.Ledger.Execute(ctx, siteID, cmd, info(r).actor)
+	if err != nil || lr.Decision.Tx < 0 {
+		return projections.Record{}, err
+	}
+	return s.cfg.Reader.FromResult(ctx, siteID, lr)
+}
+
+func (s *Server) rotateSecret(webhook bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			OverlapSeconds *int64 `json:"overlapSeconds"`
+		}
+		if err := decodeJSON(w, r, &b); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		overlap := int64(86400)
+		if b.OverlapSeconds != nil {
+			overlap = *b.OverlapSeconds
+		}
+		if overlap < 0 || overlap > 30*86400 {
+			s.writeErr(w, r, errBad("invalid_request", "overlapSeconds", "overlapSeconds must be 0 to 2592000"))
+			return
+		}
+		secret := randomSecret()
+		if webhook {
+			secret = newWebhookSecret()
+		}
+		id := chi.URLParam(r, "id")
+		cmd := aggregates.RotateSecret{Webhook: webhook, Secret: secret, Overlap: time.Duration(overlap) * time.Second}
+		if _, err := s.run(r, id, cmd); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		until := projections.FormatTime(s.cfg.Ledger.Now().Add(cmd.Overlap).UnixMilli())
+		key := "secret"
+		if webhook {
+			key = "webhookSecret"
+		}
+		s.writeData(w, r, map[string]string{key: secret, "previousValidUntil": until})
+	}
+}
+
+func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Amount *int64 `json:"amount"`
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if b.Amount == nil {
+		s.writeErr(w, r, errBad("invalid_request", "amount", "amount (a signed whole number of IQD) is required"))
+		return
+	}
+	id := chi.URLParam(r, "id")
+	if _, err := s.run(r, id, aggregates.AdjustTreasury{Amount: *b.Amount, Reason: b.Reason}); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	bal, err := s.cfg.Reader.BalanceOf(r.Context(), id)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, bal)
+}
+
+func (s *Server) siteEvents(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, ok := s.cfg.Ledger.SiteConfig(id); !ok {
+		if err := s.cfg.Ledger.Sync(r.Context(), id); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+	}
+	q := r.URL.Query()
+	limit, err := queryLimit(q.Get("limit"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	page, err := s.cfg.Reader.History(r.Context(), id, q.Get("cursor"), limit)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, page)
+}
+
+func queryLimit(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 1000 {
+		return 0, errBad("invalid_request", "limit", "limit must be 1 to 1000")
+	}
+	return n, nil
+}
+
+// bankBody is the body of method create and update.
+type bankBody struct {
+	Code           *string               `json:"code"`
+	Name           *events.LocalizedName `json:"name"`
+	IdentifierKind *string               `json:"identifierKind"`
+	MinAmount      *int64                `json:"minAmount"`
+	MaxAmount      *int64                `json:"maxAmount"`
+	Deposit        *bool                 `json:"deposit"`
+	Withdraw       *bool                 `json:"withdraw"`
+	Accounts       *[]events.Account     `json:"accounts"`
+	Enabled        *bool                 `json:"enabled"`
+}
+
+// bankView is a method as the operator API shows it.
+type bankView struct {
+	ID             string               `json:"_id"`
+	Code           string               `json:"code"`
+	Name           events.LocalizedName `json:"name"`
+	IdentifierKind string               `json:"identifierKind"`
+	MinAmount      int64                `json:"minAmount"`
+	MaxAmount      int64                `json:"maxAmount"`
+	Deposit        bool                 `json:"deposit"`
+	Withdraw       bool                 `json:"withdraw"`
+	Enabled        bool                 `json:"enabled"`
+	Accounts       []events.Account     `json:"accounts"`
+}
+
+func viewBank(b *aggregates.Bank) bankView {
+	v := bankView{ID: b.ID, Code: b.Code, Name: b.Name, IdentifierKind: string(b.IdentifierKind), MinAmount: b.MinAmount,
+		MaxAmount: b.MaxAmount, Deposit: b.Deposit, Withdraw: b.Withdraw, Enabled: b.Enabled, Accounts: b.Accounts}
+	if v.Accounts == nil {
+		v.Accounts = []events.Account{}
+	}
+	return v
+}
+
+func (s *Server) opsBanks(w http.ResponseWriter, r *http.Request) {
+	out := []bankView{}
+	for _, b := range s.cfg.Ledger.Catalog().Banks() {
+		out = append(out, viewBank(b))
+	}
+	s.writeData(w, r, out)
+}
+
+func (s *Server) createBank(w http.ResponseWriter, r *http.Request) {
+	var b bankBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if b.Enabled != nil {
+		s.writeErr(w, r, errBad("invalid_request", "enabled", "a new method is enabled; disable it with PATCH"))
+		return
+	}
+	cmd := aggregates.CreateBank{ID: randomHex(12), Code: deref(b.Code), IdentifierKind: deref(b.IdentifierKind),
+		MinAmount: derefInt(b.MinAmount), MaxAmount: derefInt(b.MaxAmount), Deposit: derefBool(b.Deposit), Withdraw: derefBool(b.Withdraw)}
+	if b.Name != nil {
+		cmd.Name = *b.Name
+	}
+	if b.Accounts != nil {
+		cmd.Accounts = *b.Accounts
+	}
+	s.catalogCommand(w, r, cmd.ID, func(c *aggregates.Catalog) ([]events.Event, error) {
+		return c.DecideCreateBank(cmd, s.cfg.Ledger.Now(), info(r).actor)
+	})
+}
+
+func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
+	var b bankBody
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if b.Code != nil || b.IdentifierKind != nil {
+		s.writeErr(w, r, errBad("invalid_request", "code", "code and identifierKind cannot change; create a new method"))
+		return
+	}
+	id := chi.URLParam(r, "id")
+	if bk, ok := s.cfg.Ledger.Catalog().Resolve(id); ok {
+		id = bk.ID
+	}
+	cmd := aggregates.UpdateBank{ID: id, Name: b.Name, MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit,
+		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled}
+	s.catalogCommand(w, r, id, func(c *aggregates.Catalog) ([]events.Event, error) {
+		return c.DecideUpdateBank(cmd, s.cfg.Ledger.Now(), info(r).actor)
+	})
+}
+
+func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id string, decide func(*aggregates.Catalog) ([]events.Event, error)) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := s.cfg.Ledger.ExecuteCatalog(ctx, decide); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	b, ok := s.cfg.Ledger.Catalog().Resolve(id)
+	if !ok {
+		s.writeErr(w, r, fmt.Errorf("method %s missing after command", id))
+		return
+	}
+	s.writeData(w, r, viewBank(b))
+}
+
+func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := projections.Filter{SiteID: q.Get("site"), Cursor: q.Get("cursor")}
+	switch q.Get("type") {
+	case "":
+	case "deposit":
+		f.Kind = aggregates.KindDeposit
+	case "withdraw", "withdrawal":
+		f.Kind = aggregates.KindWithdrawal
+	default:
+		s.writeErr(w, r, errBad("invalid_request", "type", "type must be deposit or withdrawal"))
+		return
+	}
+	if st := q.Get("status"); st != "" {
+		var ok bool
+		if f.Status, ok = aggregates.ParseStatus(st); !ok {
+			s.writeErr(w, r, errBad("invalid_request", "status", "status must be one of pending, processing, approved, rejected, expired, paid"))
+			return
+		}
+	}
+	var err error
+	if f.Limit, err = queryLimit(q.Get("limit")); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	page, err := s.cfg.Reader.List(r.Context(), f)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, page)
+}
+
+func (s *Server) opsTransaction(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	site, _, ok := aggregates.ParseTxID(id)
+	if !ok {
+		s.writeErr(w, r, aggregates.ErrNotFound)
+		return
+	}
+	rec, err := s.cfg.Reader.ByID(r.Context(), site, id)
+	if err != nil {
+		if errors.Is(err, aggregates.ErrSiteNotFound) {
+			err = aggregates.ErrNotFound
+		}
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, projections.OpsRecord{SiteID: site, Record: rec})
+}
+
+// actionBody is the optional body of a transaction action.
+type actionBody struct {
+	Amount    *int64 `json:"amount"`
+	Reason    string `json:"reason"`
+	Reference string `json:"reference"`
+}
+
+// txAction runs an operator action on the transaction named in the path and
+// answers with its record as it now is.
+func (s *Server) txAction(mk func(id string, b actionBody) aggregates.Command) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b actionBody
+		if err := decodeJSON(w, r, &b); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		if b.Amount != nil && *b.Amount <= 0 {
+			s.writeErr(w, r, errBad("invalid_request", "amount", "amount must be a positive whole number of IQD"))
+			return
+		}
+		id := chi.URLParam(r, "id")
+		site, _, ok := aggregates.ParseTxID(id)
+		if !ok {
+			s.writeErr(w, r, aggregates.ErrNotFound)
+			return
+		}
+		rec, err := s.run(r, site, mk(id, b))
+		if err != nil {
+			if errors.Is(err, aggregates.ErrSiteNotFound) {
+				err = aggregates.ErrNotFound
+			}
+			s.writeErr(w, r, err)
+			return
+		}
+		s.writeData(w, r, projections.OpsRecord{SiteID: site, Record: rec})
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func derefInt(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefBool(p *bool) bool { return p != nil && *p }
+
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// randomBase32 returns n random bytes as lower-case base32 (subject-safe).
+func randomBase32(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return lowerBase32.EncodeToString(b)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// randomSecret is a request-signing secret: 256 random bits.
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// newWebhookSecret is a Standard Webhooks secret: whsec_ + base64 key.
+func newWebhookSecret() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}

@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// limiter is a token bucket per site: rate tokens per second, burst twice
+// that (CONTRACT §3 rateLimit). It is per process; with several gateway
+// replicas behind a balancer each enforces the limit on its share.
+type limiter struct {
+	now     func() time.Time
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	rate   int64
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(now func() time.Time) *limiter {
+	return &limiter{now: now, buckets: map[string]*bucket{}}
+}
+
+// allow takes one token from site's bucket. When none is left it returns
+// false and the whole seconds until one will be.
+func (l *limiter) allow(site string, rate int64) (bool, int) {
+	if rate <= 0 {
+		return true, 0
+	}
+	now := l.now()
+	burst := float64(2 * rate)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[site]
+	if b == nil || b.rate != rate {
+		b = &bucket{rate: rate, tokens: burst, last: now}
+		l.buckets[site] = b
+	}
+	if el := now.Sub(b.last).Seconds(); el > 0 {
+		b.tokens = math.Min(burst, b.tokens+el*float64(rate))
+	}
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	wait := (1 - b.tokens) / float64(rate)
+	return false, int(math.Ceil(wait))
+}

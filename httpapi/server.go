@@ -1,0 +1,112 @@
+// Package httpapi serves the merchant API (/v1, signed form requests), the
+// operator API (/ops/v1, bearer token, JSON), the hosted payment page and
+// the health endpoints, all in the response envelope of the contract.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"gateway/ledger"
+	"gateway/projections"
+)
+
+// Config wires the server to the ledger and read models.
+type Config struct {
+	Ledger *ledger.Ledger
+	Reader *projections.Reader
+	// AdminToken is the bootstrap operator token.
+	AdminToken string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// AppVersion is the build label in every response.
+	AppVersion string
+	// StoreReady reports whether the event store answers (for /readyz).
+	StoreReady func(ctx context.Context) error
+	// RequestTimeout bounds one command's wait for the store.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Server is the HTTP surface of the gateway.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	limiter *limiter
+	router  chi.Router
+}
+
+// MaxBody is the largest merchant or operator request body (CONTRACT §1).
+const MaxBody = 16 << 10
+
+// New builds the server's routes.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.AppVersion == "" {
+		cfg.AppVersion = "dev"
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(time.Now)}
+	r := chi.NewRouter()
+	r.Use(withRequestID, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeErr(w, r, &apiError{status: 404, code: "not_found", message: "no such endpoint"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeErr(w, r, &apiError{status: 405, code: "method_not_allowed", message: r.Method + " is not allowed here"})
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		s.writeData(w, r, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", s.readyz)
+	r.Route("/v1", s.merchantRoutes)
+	r.Route("/ops/v1", s.opsRoutes)
+	r.Get("/pay/{txId}", s.hostedPage)
+	s.router = r
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if !s.cfg.Ledger.Ready() {
+		s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "the ledger is still catching up with the event store"})
+		return
+	}
+	if s.cfg.StoreReady != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.cfg.StoreReady(ctx); err != nil {
+			s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "the event store cannot be reached", cause: err})
+			return
+		}
+	}
+	s.writeData(w, r, map[string]any{"status": "ready", "sequence": s.cfg.Ledger.Followed()})
+}
+
+// recoverer turns a panic into a 500 in the envelope; the ledger is never
+// half-written by one because appends are single messages.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "requestId", info(r).id, "path", r.URL.Path, "panic", v)
+				s.writeErr(w, r, &apiError{status: 500, code: "internal", message: "internal error; quote the requestId"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,103 @@
+package projections
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"gateway/events"
+)
+
+// HistoryItem is one event of a site's history in readable form.
+type HistoryItem struct {
+	// Seq is the stream sequence of the message holding the event.
+	Seq uint64 `json:"seq"`
+	// Index is the event's position within its message.
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	Time  string `json:"time"`
+	Actor string `json:"actor"`
+	// Data is the payload with secrets and hosted page tokens redacted.
+	Data map[string]any `json:"data"`
+	// Prev is the chain hash of the previous event (hex).
+	Prev string `json:"prev"`
+	// Hash is this event's chain hash (hex).
+	Hash string `json:"hash"`
+}
+
+// redacted payload keys: secrets sign merchant requests and callbacks, and
+// a hosted page token opens a page without login.
+var redacted = map[string]bool{"secret": true, "webhookSecret": true, "hostedToken": true}
+
+// Readable turns a decoded event into its readable form.
+func Readable(seq uint64, idx int, e events.Event) (HistoryItem, error) {
+	h, err := events.Hash(e)
+	if err != nil {
+		return HistoryItem{}, err
+	}
+	raw, err := msgpack.Marshal(e.Payload)
+	if err != nil {
+		return HistoryItem{}, fmt.Errorf("encode %s: %w", e.Name, err)
+	}
+	var data map[string]any
+	if err := msgpack.Unmarshal(raw, &data); err != nil {
+		return HistoryItem{}, fmt.Errorf("decode %s: %w", e.Name, err)
+	}
+	for k := range data {
+		if redacted[k] {
+			data[k] = "[redacted]"
+		}
+	}
+	return HistoryItem{Seq: seq, Index: idx, Name: e.Name, Time: FormatTime(e.Time), Actor: e.Actor, Data: data,
+		Prev: hex.EncodeToString(e.Prev[:]), Hash: hex.EncodeToString(h[:])}, nil
+}
+
+// History returns up to limit messages' worth of a site's events starting
+// at stream sequence cursor (a decimal sequence, "" for the beginning).
+func (r *Reader) History(ctx context.Context, siteID, cursor string, limit int) (Page[HistoryItem], error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 200
+	}
+	from := uint64(1)
+	if cursor != "" {
+		n, err := strconv.ParseUint(cursor, 10, 64)
+		if err != nil || n == 0 {
+			return Page[HistoryItem]{}, ErrBadCursor
+		}
+		from = n
+	}
+	page := Page[HistoryItem]{Items: []HistoryItem{}}
+	subj := events.SiteSubject(siteID)
+	for len(page.Items) < limit {
+		m, err := r.store.Next(ctx, subj, from)
+		if errors.Is(err, events.ErrNotFound) {
+			return page, nil
+		}
+		if err != nil {
+			return page, err
+		}
+		evs, err := events.Decode(m.Data)
+		if err != nil {
+			return page, fmt.Errorf("site %s message %d: %w", siteID, m.Seq, err)
+		}
+		for i, e := range evs {
+			it, err := Readable(m.Seq, i, e)
+			if err != nil {
+				return page, err
+			}
+			page.Items = append(page.Items, it)
+		}
+		from = m.Seq + 1
+	}
+	if _, err := r.store.Next(ctx, subj, from); err == nil {
+		c := strconv.FormatUint(from, 10)
+		page.NextCursor = &c
+	} else if !errors.Is(err, events.ErrNotFound) {
+		return page, err
+	}
+	return page, nil
+}

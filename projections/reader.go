@@ -1,0 +1,329 @@
+package projections
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/ledger"
+)
+
+// Store is what the projections read from the event store.
+type Store interface {
+	Get(ctx context.Context, seq uint64) (events.Msg, error)
+	Next(ctx context.Context, subject string, seq uint64) (events.Msg, error)
+}
+
+// Reader answers lookups from the ledger's state and the stored events.
+type Reader struct {
+	ledger    *ledger.Ledger
+	store     Store
+	publicURL string
+
+	// created caches decoded creation events by message sequence. They
+	// never change once stored, so the cache needs no invalidation.
+	mu      sync.Mutex
+	created map[uint64][]events.Event
+	order   []uint64
+	next    int
+}
+
+const createdCacheSize = 4096
+
+// NewReader returns a Reader. publicURL is the base of hosted page links.
+func NewReader(l *ledger.Ledger, store Store, publicURL string) *Reader {
+	return &Reader{ledger: l, store: store, publicURL: strings.TrimRight(publicURL, "/"),
+		created: make(map[uint64][]events.Event, createdCacheSize), order: make([]uint64, createdCacheSize)}
+}
+
+// PublicURL returns the base of hosted page links.
+func (r *Reader) PublicURL() string { return r.publicURL }
+
+// snapshot is a consistent copy of one transaction's compact state.
+type snapshot struct {
+	tx     aggregates.Tx
+	reason string
+	id     string
+	secret string
+}
+
+// ByID returns the current record of a site's transaction.
+func (r *Reader) ByID(ctx context.Context, siteID, txID string) (Record, error) {
+	return r.lookup(ctx, siteID, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
+}
+
+// ByProcessID returns the current record of the transaction with processId.
+func (r *Reader) ByProcessID(ctx context.Context, siteID, pid string) (Record, error) {
+	return r.lookup(ctx, siteID, func(s *aggregates.Site) (int32, bool) { return s.ByProcessID(pid) })
+}
+
+func (r *Reader) lookup(ctx context.Context, siteID string, find func(*aggregates.Site) (int32, bool)) (Record, error) {
+	// Catch the site up with the stream first: a transaction created or
+	// moved through another gateway process is then seen at once.
+	if err := r.ledger.Sync(ctx, siteID); err != nil {
+		return Record{}, err
+	}
+	snap, ok, err := r.find(siteID, find)
+	if err != nil {
+		return Record{}, err
+	}
+	if !ok {
+		return Record{}, aggregates.ErrNotFound
+	}
+	return r.record(ctx, snap, nil)
+}
+
+func (r *Reader) find(siteID string, find func(*aggregates.Site) (int32, bool)) (snapshot, bool, error) {
+	var snap snapshot
+	var ok bool
+	err := r.ledger.View(siteID, func(s *aggregates.Site) error {
+		var i int32
+		if i, ok = find(s); ok {
+			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: aggregates.TxID(siteID, i), secret: s.Cfg.Secret}
+		}
+		return nil
+	})
+	return snap, ok, err
+}
+
+// FromResult builds the record a command answered with. When the command
+// appended the transaction's creation event, that event is used directly;
+// repeats read it back from the stream.
+func (r *Reader) FromResult(ctx context.Context, siteID string, res ledger.Result) (Record, error) {
+	i := res.Decision.Tx
+	if i < 0 {
+		return Record{}, fmt.Errorf("result names no transaction: %w", aggregates.ErrNotFound)
+	}
+	cfg, ok := r.ledger.SiteConfig(siteID)
+	if !ok {
+		return Record{}, aggregates.ErrSiteNotFound
+	}
+	snap := snapshot{tx: res.Tx, reason: res.Reason, id: aggregates.TxID(siteID, i), secret: cfg.Secret}
+	var own []events.Event
+	if res.Seq != 0 && res.Seq == res.Tx.Seq {
+		own = res.Events
+	}
+	rec, err := r.record(ctx, snap, own)
+	if err != nil {
+		return Record{}, err
+	}
+	if rec.Deposit != nil {
+		rec.Deposit.AlreadyPending = res.Decision.AlreadyPending
+	}
+	return rec, nil
+}
+
+// record joins snap with its creation event. own, when set, holds events of
+// the creation message that the caller already has.
+func (r *Reader) record(ctx context.Context, snap snapshot, own []events.Event) (Record, error) {
+	created, err := r.creation(ctx, snap, own)
+	if err != nil {
+		return Record{}, err
+	}
+	rec, ok := build(snap.tx, snap.reason, created, snap.id, snap.secret, r.publicURL)
+	if !ok {
+		return Record{}, fmt.Errorf("transaction %s: creation event at %d/%d does not match: %w",
+			snap.id, snap.tx.Seq, snap.tx.EvIdx, events.ErrCorrupt)
+	}
+	return rec, nil
+}
+
+func (r *Reader) creation(ctx context.Context, snap snapshot, own []events.Event) (events.Payload, error) {
+	idx := int(snap.tx.EvIdx)
+	for _, e := range own {
+		if p := creationOf(e, snap.id); p != nil {
+			return p, nil
+		}
+	}
+	evs, err := r.message(ctx, snap.tx.Seq)
+	if err != nil {
+		return nil, err
+	}
+	if idx >= len(evs) {
+		return nil, fmt.Errorf("transaction %s: message %d has %d events: %w", snap.id, snap.tx.Seq, len(evs), events.ErrCorrupt)
+	}
+	return evs[idx].Payload, nil
+}
+
+func creationOf(e events.Event, txID string) events.Payload {
+	switch p := e.Payload.(type) {
+	case *events.DepositRequested:
+		if p.TxID == txID {
+			return p
+		}
+	case *events.WithdrawalRequested:
+		if p.TxID == txID {
+			return p
+		}
+	}
+	return nil
+}
+
+// message returns the decoded events of the message at seq, cached.
+func (r *Reader) message(ctx context.Context, seq uint64) ([]events.Event, error) {
+	r.mu.Lock()
+	evs, ok := r.created[seq]
+	r.mu.Unlock()
+	if ok {
+		return evs, nil
+	}
+	m, err := r.store.Get(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	if evs, err = events.Decode(m.Data); err != nil {
+		return nil, fmt.Errorf("message %d: %w", seq, err)
+	}
+	r.mu.Lock()
+	if _, ok := r.created[seq]; !ok {
+		// Replace in insertion order: old creation events are rarely
+		// looked up again.
+		if old := r.order[r.next]; old != 0 {
+			delete(r.created, old)
+		}
+		r.order[r.next] = seq
+		r.next = (r.next + 1) % len(r.order)
+		r.created[seq] = evs
+	}
+	r.mu.Unlock()
+	return evs, nil
+}
+
+// Balance is the data of GET /v1/balance.
+type Balance struct {
+	Balance            int64  `json:"balance"`
+	PendingWithdrawals int64  `json:"pendingWithdrawals"`
+	NegativeLimit      int64  `json:"negativeLimit"`
+	Available          int64  `json:"available"`
+	Currency           string `json:"currency"`
+}
+
+// BalanceOf returns a site's treasury, caught up with the stream.
+func (r *Reader) BalanceOf(ctx context.Context, siteID string) (Balance, error) {
+	if err := r.ledger.Sync(ctx, siteID); err != nil {
+		return Balance{}, err
+	}
+	var b Balance
+	err := r.ledger.View(siteID, func(s *aggregates.Site) error {
+		b = Balance{Balance: s.Balance, PendingWithdrawals: s.PendingWithdrawals, NegativeLimit: s.Cfg.NegativeLimit,
+			Available: s.Available(), Currency: "IQD"}
+		return nil
+	})
+	return b, err
+}
+
+// Filter selects transactions for an operator listing.
+type Filter struct {
+	// SiteID limits the listing to one site ("" for all).
+	SiteID string
+	// Kind is 0 for both kinds.
+	Kind aggregates.Kind
+	// Status is 0 for every status.
+	Status aggregates.Status
+	// Cursor continues a previous page ("" for the first).
+	Cursor string
+	// Limit is the page size.
+	Limit int
+}
+
+// Page is one page of a listing; NextCursor is nil on the last page.
+type Page[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+// ErrBadCursor is returned for a cursor this server did not issue.
+var ErrBadCursor = errors.New("invalid cursor")
+
+// List pages through transactions in creation order, site by site (sites
+// sorted by id).
+func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 100
+	}
+	startSite, startIdx, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return Page[OpsRecord]{}, err
+	}
+	sites := r.ledger.SiteIDs()
+	if f.SiteID != "" {
+		if _, ok := r.ledger.SiteConfig(f.SiteID); !ok {
+			return Page[OpsRecord]{}, aggregates.ErrSiteNotFound
+		}
+		sites = []string{f.SiteID}
+	}
+	page := Page[OpsRecord]{Items: []OpsRecord{}}
+	var snaps []snapshot
+	var lastSite string
+	var lastIdx int32
+	more := false
+	for _, id := range sites {
+		if id < startSite {
+			continue
+		}
+		from := int32(0)
+		if id == startSite {
+			from = startIdx
+		}
+		err := r.ledger.View(id, func(s *aggregates.Site) error {
+			for i := from; int(i) < len(s.Txs); i++ {
+				tx := &s.Txs[i]
+				if (f.Kind != 0 && tx.Kind != f.Kind) || (f.Status != 0 && tx.Status != f.Status) {
+					continue
+				}
+				if len(snaps) == f.Limit {
+					more = true
+					return nil
+				}
+				snaps = append(snaps, snapshot{tx: *tx, reason: s.Reason(i), id: aggregates.TxID(id, i), secret: s.Cfg.Secret})
+				lastSite, lastIdx = id, i
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, aggregates.ErrSiteNotFound) {
+			return page, err
+		}
+		if more {
+			break
+		}
+	}
+	for _, sn := range snaps {
+		rec, err := r.record(ctx, sn, nil)
+		if err != nil {
+			return page, err
+		}
+		site, _, _ := aggregates.ParseTxID(sn.id)
+		page.Items = append(page.Items, OpsRecord{SiteID: site, Record: rec})
+	}
+	if more {
+		c := encodeCursor(lastSite, lastIdx+1)
+		page.NextCursor = &c
+	}
+	return page, nil
+}
+
+func encodeCursor(site string, idx int32) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(site + "\x00" + strconv.FormatInt(int64(idx), 10)))
+}
+
+func decodeCursor(c string) (string, int32, error) {
+	if c == "" {
+		return "", 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return "", 0, ErrBadCursor
+	}
+	site, idx, ok := strings.Cut(string(b), "\x00")
+	n, err := strconv.ParseInt(idx, 10, 32)
+	if !ok || site == "" || err != nil || n < 0 {
+		return "", 0, ErrBadCursor
+	}
+	return site, int32(n), nil
+}

@@ -1,0 +1,181 @@
+// Package projections turns the ledger's state and stored events into the
+// read models the APIs serve: transaction records, balances, listings and a
+// site's readable history.
+//
+// The in-memory site state holds only what decisions need (status, amounts,
+// where the creation event is stored). A record joins that with the creation
+// event, read back from the stream, so what a merchant was shown when the
+// transaction was created is exactly what every later lookup shows.
+package projections
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"gateway/aggregates"
+	"gateway/events"
+)
+
+// Common holds the fields every transaction record has (seed 2.2).
+type Common struct {
+	TransactionID   string  `json:"transactionId"`
+	BankID          string  `json:"bankId"`
+	Bank            string  `json:"bank"`
+	Amount          int64   `json:"amount"`
+	RequestedAmount int64   `json:"requestedAmount"`
+	UserID          string  `json:"userId"`
+	Name            string  `json:"name"`
+	UserName        string  `json:"userName"`
+	ProcessID       string  `json:"processId"`
+	Type            string  `json:"type"`
+	ConvertedName   string  `json:"convertedName"`
+	Status          string  `json:"status"`
+	StatusReason    *string `json:"statusReason"`
+	IdentifierKind  string  `json:"identifierKind"`
+	Hash            string  `json:"hash"`
+	CreatedAt       string  `json:"createdAt"`
+	UpdatedAt       string  `json:"updatedAt"`
+}
+
+// DepositFields are the deposit record's own fields (seed 2.3).
+type DepositFields struct {
+	BankName        string  `json:"bankName"`
+	BankAccountName string  `json:"bankAccountName"`
+	BankAccountIban string  `json:"bankAccountIban"`
+	SenderName      *string `json:"senderName"`
+	Lang            string  `json:"lang"`
+	ExpiresAt       *string `json:"expiresAt"`
+	URL             *string `json:"url"`
+	AlreadyPending  bool    `json:"alreadyPending"`
+}
+
+// WithdrawalFields are the withdrawal record's own fields (seed 2.4).
+type WithdrawalFields struct {
+	AccountName string `json:"accountName"`
+	IBAN        string `json:"iban"`
+}
+
+// Record is one transaction as the merchant API returns it.
+type Record struct {
+	Common
+	// Exactly one of Deposit and Withdrawal is set.
+	Deposit    *DepositFields
+	Withdrawal *WithdrawalFields
+	// HostedToken is the hosted page token of a deposit ("" when none).
+	HostedToken string
+	// updatedMs and expiresMs are UpdatedAt and ExpiresAt in Unix ms.
+	updatedMs, expiresMs int64
+}
+
+// UpdatedAtMs returns the record's last change in Unix ms.
+func (r *Record) UpdatedAtMs() int64 { return r.updatedMs }
+
+// ExpiresAtMs returns a deposit's expiry in Unix ms (0 for withdrawals).
+func (r *Record) ExpiresAtMs() int64 { return r.expiresMs }
+
+type depositJSON struct {
+	Common
+	DepositFields
+}
+
+type withdrawalJSON struct {
+	Common
+	WithdrawalFields
+}
+
+// MarshalJSON flattens the record into the seed's field set for its type.
+func (r Record) MarshalJSON() ([]byte, error) {
+	if r.Deposit != nil {
+		return json.Marshal(depositJSON{r.Common, *r.Deposit})
+	}
+	if r.Withdrawal != nil {
+		return json.Marshal(withdrawalJSON{r.Common, *r.Withdrawal})
+	}
+	return json.Marshal(r.Common)
+}
+
+// OpsRecord is a record in an operator listing: the merchant record plus the
+// site it belongs to.
+type OpsRecord struct {
+	SiteID string `json:"siteId"`
+	Record
+}
+
+// MarshalJSON adds siteId to the merchant record's fields.
+func (r OpsRecord) MarshalJSON() ([]byte, error) {
+	b, err := r.Record.MarshalJSON()
+	if err != nil || len(b) < 2 {
+		return b, err
+	}
+	id, _ := json.Marshal(r.SiteID)
+	out := make([]byte, 0, len(b)+len(id)+12)
+	out = append(out, `{"siteId":`...)
+	out = append(out, id...)
+	out = append(out, ',')
+	return append(out, b[1:]...), nil
+}
+
+// ResponseHash is seed 5.3: base64(HMAC-SHA256(secret, transactionId +
+// bankId + amount)), the amount written in decimal.
+func ResponseHash(secret, txID, bankID string, amount int64) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(txID))
+	m.Write([]byte(bankID))
+	m.Write(strconv.AppendInt(nil, amount, 10))
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// FormatTime renders Unix ms as RFC 3339 UTC with milliseconds.
+func FormatTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// build joins the compact state of a transaction with its creation event.
+// publicURL is the base of hosted page links; secret signs the hash.
+func build(tx aggregates.Tx, reason string, created events.Payload, txID, secret, publicURL string) (Record, bool) {
+	r := Record{Common: Common{
+		TransactionID: txID, BankID: tx.BankID, Amount: tx.Amount, RequestedAmount: tx.Requested,
+		ProcessID: tx.ProcessID, Type: tx.Kind.String(), Status: tx.Status.String(),
+		CreatedAt: FormatTime(tx.CreatedAt), UpdatedAt: FormatTime(tx.UpdatedAt),
+	}, updatedMs: tx.UpdatedAt}
+	if reason != "" {
+		r.StatusReason = &reason
+	}
+	switch p := created.(type) {
+	case *events.DepositRequested:
+		if tx.Kind != aggregates.KindDeposit || p.TxID != txID {
+			return Record{}, false
+		}
+		r.Bank, r.UserID, r.Name, r.UserName = p.BankCode, p.UserID, p.Name, p.UserName
+		r.ConvertedName, r.IdentifierKind = p.ConvertedName, p.IdentifierKind
+		exp := FormatTime(p.ExpiresAt)
+		r.expiresMs = p.ExpiresAt
+		d := &DepositFields{BankName: p.BankName, BankAccountName: p.AccountName, BankAccountIban: p.AccountNumber,
+			Lang: p.Lang, ExpiresAt: &exp}
+		if p.SenderName != "" {
+			s := p.SenderName
+			d.SenderName = &s
+		}
+		if p.HostedToken != "" {
+			u := publicURL + "/pay/" + txID + "?t=" + p.HostedToken
+			d.URL = &u
+			r.HostedToken = p.HostedToken
+		}
+		r.Deposit = d
+	case *events.WithdrawalRequested:
+		if tx.Kind != aggregates.KindWithdrawal || p.TxID != txID {
+			return Record{}, false
+		}
+		r.Bank, r.UserID, r.Name, r.UserName = p.BankCode, p.UserID, p.Name, p.UserName
+		r.ConvertedName, r.IdentifierKind = p.ConvertedName, p.IdentifierKind
+		r.Withdrawal = &WithdrawalFields{AccountName: p.AccountName, IBAN: p.IBAN}
+	default:
+		return Record{}, false
+	}
+	r.Hash = ResponseHash(secret, txID, tx.BankID, tx.Amount)
+	return r, true
+}
