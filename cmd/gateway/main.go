@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"gateway/aggregates"
+	"gateway/callbacks"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
@@ -49,6 +50,7 @@ type options struct {
 	adminToken, publicURL              string
 	trustedProxies                     string
 	callbackRetry                      string
+	retry                              callbacks.Schedule
 	callbackAllowPrivate               bool
 	replicas                           int
 	logLevel                           string
@@ -82,7 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	replicas, _ := strconv.Atoi(env("GATEWAY_REPLICAS", "1"))
 	fs.IntVar(&o.replicas, "replicas", replicas, "stream replicas when using --nats (3 for a 3-node cluster) [GATEWAY_REPLICAS]")
 	fs.StringVar(&o.logLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -93,6 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.demo {
 		o.callbackAllowPrivate = true
+	}
+	if o.retry, err = callbacks.ParseSchedule(o.callbackRetry); err != nil {
+		return o, fmt.Errorf("--callback-retry: %w", err)
 	}
 	return o, nil
 }

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the test binary act as the gateway in a subprocess, so the
+// restart test runs the real command without a separate build step.
+func TestMain(m *testing.M) {
+	if os.Getenv("GATEWAY_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, o options)
+		wantErr string
+	}{
+		{name: "defaults", check: func(t *testing.T, o options) {
+			assert.Equal(t, "127.0.0.1:8080", o.http)
+			assert.Equal(t, "./data", o.data)
+			assert.Equal(t, "always", o.sync)
+			assert.Equal(t, "", o.nats)
+			assert.False(t, o.callbackAllowPrivate)
+			assert.Len(t, o.retry, 7)
+		}},
+		{name: "env", env: map[string]string{"GATEWAY_HTTP": "0.0.0.0:9000", "GATEWAY_SYNC": "interval", "GATEWAY_DATA": "/x",
+			"GATEWAY_ADMIN_TOKEN": "tok", "GATEWAY_CALLBACK_ALLOW_PRIVATE": "true", "GATEWAY_CALLBACK_RETRY": "1s,2s"},
+			check: func(t *testing.T, o options) {
+				assert.Equal(t, "0.0.0.0:9000", o.http)
+				assert.Equal(t, "interval", o.sync)
+				assert.Equal(t, "/x", o.data)
+				assert.Equal(t, "tok", o.adminToken)
+				assert.True(t, o.callbackAllowPrivate)
+				assert.Equal(t, "1s,2s", o.retry.String())
+			}},
+		{name: "flag beats env", args: []string{"--sync", "always"}, env: map[string]string{"GATEWAY_SYNC": "interval"},
+			check: func(t *testing.T, o options) { assert.Equal(t, "always", o.sync) }},
+		{name: "demo allows private callbacks", args: []string{"--demo"},
+			check: func(t *testing.T, o options) { assert.True(t, o.callbackAllowPrivate) }},
+		{name: "bad sync", args: []string{"--sync", "sometimes"}, wantErr: "--sync"},
+		{name: "bad retry", args: []string{"--callback-retry", "1s,soon"}, wantErr: "--callback-retry"},
+		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected argument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, k := range []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEWAY_ADMIN_TOKEN",
+				"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY"} {
+				t.Setenv(k, c.env[k])
+				if _, ok := c.env[k]; !ok {
+					os.Unsetenv(k)
+				}
+			}
+			o, err := parseFlags(c.args, io.Discard)
+			if c.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			c.check(t, o)
+		})
+	}
+}
+
+func TestParseProxies(t *testing.T) {
+	p, err := parseProxies("10.0.0.0/8, 192.168.1.1")
+	require.NoError(t, err)
+	require.Len(t, p, 2)
+	assert.Equal(t, "192.168.1.1/32", p[1].String())
+	_, err = parseProxies("10.0.0.0/33")
+	assert.Error(t, err)
+}
+
+// proc is a gateway subprocess.
+type proc struct {
+	cmd  *exec.Cmd
+	base string
+	log  *bytes.Buffer
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startGateway(t *testing.T, dir, addr string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "--http", addr, "--data", dir, "--admin-token", "tok", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "GATEWAY_TEST_MAIN=1")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return cmd, out
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "gateway not ready; log:\n%s", out.String())
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type envelope struct {
+	Data   json.RawMessage `json:"data"`
+	Status int             `json:"status"`
+	Code   string          `json:"code"`
+}
+
+func call(method, u string, hdr map[string]string, body string) (envelope, error) {
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		return envelope{}, err
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return envelope{}, err
+	}
+	defer res.Body.Close()
+	var e envelope
+	if err := json.NewDecoder(res.Body).Decode(&e); err != nil {
+		return envelope{}, fmt.Errorf("status %d: %w", res.StatusCode, err)
+	}
+	return e, nil
+}
+
+func opsCall(t *testing.T, base, method, path string, body any, out any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	e, err := call(method, base+path, map[string]string{"Authorization": "Bearer tok", "Content-Type": "application/json"}, string(b))
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, "%s %s: %s", method, path, e.Code)
+	if out != nil {
+		require.NoError(t, json.Unmarshal(e.Data, out))
+	}
+}
+
+type creds struct{ ID, AppKey, Secret string }
+
+func merchant(c creds, method, base, path, payload string) (envelope, error) {
+	m := hmac.New(sha256.New, []byte(c.Secret))
+	m.Write([]byte(payload))
+	h := map[string]string{"appKey": c.AppKey, "sign": base64.StdEncoding.EncodeToString(m.Sum(nil)),
+		"Content-Type": "application/x-www-form-urlencoded"}
+	if method == http.MethodGet {
+		if payload != "" {
+			path += "?" + payload
+		}
+		return call(method, base+path, h, "")
+	}
+	return call(method, base+path, h, payload)
+}
+
+type acked struct {
+	form  string
+	kind  string
+	pid   string
+	txID  string
+	amt   int64
+	state string
+}
+
+// TestRestartAfterKill kills the gateway with SIGKILL while merchants are
+// writing, starts it again on the same data and checks that every
+// acknowledged transaction survived as it was acknowledged.
+func TestRestartAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	dir, addr := t.TempDir(), freeAddr(t)
+	cmd, _ := startGateway(t, dir, addr)
+	base := "http://" + addr
+	opsCall(t, base, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
+		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
+		"accounts": []map[string]string{{"accountName": "Store", "accountNumber": "07801234567"}}}, nil)
+	var c creds
+	opsCall(t, base, "POST", "/ops/v1/sites", map[string]any{"name": "Restart"}, &c)
+	const funded = 5_000_000
+	opsCall(t, base, "POST", "/ops/v1/sites/"+c.ID+"/adjustments", map[string]any{"amount": funded, "reason": "opening"}, nil)
+
+	var mu sync.Mutex
+	var acks []acked
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				kind, path := "deposit", "/v1/transactions/deposit"
+				amt := int64(1000 + (w*7+i)%50*100)
+				v := url.Values{"bankId": {"ZAINCASH"}, "processId": {fmt.Sprintf("w%d-%d", w, i)}, "amount": {strconv.FormatInt(amt, 10)},
+					"userId": {fmt.Sprintf("u%d-%d", w, i)}, "userName": {"user"}, "name": {"End User"}}
+				if i%2 == 1 {
+					kind, path = "withdrawal", "/v1/transactions/withdraw"
+					v.Set("accountName", "End User")
+					v.Set("iban", "07712345678")
+				}
+				form := v.Encode()
+				e, err := merchant(c, "POST", base, path, form)
+				if err != nil {
+					return // the gateway is gone
+				}
+				if e.Status != 200 {
+					continue
+				}
+				var rec struct {
+					TransactionID string `json:"transactionId"`
+					Status        string `json:"status"`
+				}
+				if json.Unmarshal(e.Data, &rec) != nil {
+					continue
+				}
+				mu.Lock()
+				acks = append(acks, acked{form: form, kind: kind, pid: v.Get("processId"), txID: rec.TransactionID, amt: amt, state: rec.Status})
+				mu.Unlock()
+			}
+		}(w)
+	}
+	// Kill once a good number of writes were acknowledged, while the
+	// writers are still going.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		n := len(acks)
+		mu.Unlock()
+		if n >= 400 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	close(stop)
+	wg.Wait()
+	require.GreaterOrEqual(t, len(acks), 400, "too few writes acknowledged before the kill")
+
+	startGateway(t, dir, addr)
+	pending := int64(0)
+	for _, a := range acks {
+		e, err := merchant(c, "GET", base, "/v1/transactions", "processId="+url.QueryEscape(a.pid))
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status, "acknowledged %s %s lost: %s", a.kind, a.pid, e.Code)
+		var rec struct {
+			TransactionID string `json:"transactionId"`
+			Status        string `json:"status"`
+			Amount        int64  `json:"amount"`
+		}
+		require.NoError(t, json.Unmarshal(e.Data, &rec))
+		assert.Equal(t, a.txID, rec.TransactionID)
+		assert.Equal(t, a.state, rec.Status)
+		assert.Equal(t, a.amt, rec.Amount)
+		path := "/v1/transactions/deposit"
+		if a.kind == "withdrawal" {
+			path = "/v1/transactions/withdraw"
+			pending += a.amt
+		}
+		e, err = merchant(c, "POST", base, path, a.form)
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status)
+		require.NoError(t, json.Unmarshal(e.Data, &rec))
+		assert.Equal(t, a.txID, rec.TransactionID, "a repeat of %s must return the same transaction", a.pid)
+	}
+
+	// Writes in flight at the kill may have been stored without an answer:
+	// the balance must agree with every withdrawal the ledger holds.
+	total, all := int64(0), 0
+	cursor := ""
+	for {
+		var page struct {
+			Items []struct {
+				Amount int64  `json:"amount"`
+				Type   string `json:"type"`
+				Status string `json:"status"`
+			} `json:"items"`
+			NextCursor *string `json:"nextCursor"`
+		}
+		opsCall(t, base, "GET", "/ops/v1/transactions?site="+c.ID+"&limit=500&cursor="+url.QueryEscape(cursor), nil, &page)
+		for _, it := range page.Items {
+			all++
+			if it.Type == "withdrawal" && it.Status == "pending" {
+				total += it.Amount
+			}
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	assert.GreaterOrEqual(t, all, len(acks))
+	assert.GreaterOrEqual(t, total, pending)
+	e, err := merchant(c, "GET", base, "/v1/balance", "")
+	require.NoError(t, err)
+	var bal struct {
+		Balance            int64 `json:"balance"`
+		PendingWithdrawals int64 `json:"pendingWithdrawals"`
+		Available          int64 `json:"available"`
+		NegativeLimit      int64 `json:"negativeLimit"`
+	}
+	require.NoError(t, json.Unmarshal(e.Data, &bal))
+	assert.Equal(t, int64(funded), bal.Balance)
+	assert.Equal(t, total, bal.PendingWithdrawals)
+	assert.Equal(t, bal.Balance-bal.PendingWithdrawals-bal.NegativeLimit, bal.Available)
+}

@@ -1,0 +1,241 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events/jsstore"
+	"gateway/httpapi"
+	"gateway/ledger"
+	"gateway/projections"
+)
+
+const adminToken = "test-admin-token"
+
+// stack is one complete gateway (store connection, ledger, read models,
+// HTTP server) over a shared embedded JetStream server.
+type stack struct {
+	t      *testing.T
+	URL    string
+	Ledger *ledger.Ledger
+	srv    *httptest.Server
+}
+
+// env is an embedded JetStream server in a temp dir.
+type env struct {
+	t  *testing.T
+	ns *server.Server
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return &env{t: t, ns: ns}
+}
+
+// stackOptions tweak a stack.
+type stackOptions struct {
+	trusted []netip.Prefix
+	now     func() time.Time
+}
+
+// newStack starts a gateway stack on the env's server.
+func (e *env) newStack(o stackOptions) *stack {
+	t := e.t
+	t.Helper()
+	nc, err := jsstore.ConnectInProcess(e.ns, "test")
+	require.NoError(t, err)
+	ctx := context.Background()
+	store, err := jsstore.Open(ctx, nc, jsstore.Options{})
+	require.NoError(t, err)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	led := ledger.New(store, ledger.Config{Logger: log, Now: o.now})
+	require.NoError(t, led.Start(ctx))
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, led.WaitReady(rctx))
+	st := &stack{t: t, Ledger: led}
+	srv := httptest.NewUnstartedServer(nil)
+	st.srv = srv
+	srv.Start()
+	st.URL = srv.URL
+	api := httpapi.New(httpapi.Config{Ledger: led, Reader: projections.NewReader(led, store, srv.URL),
+		AdminToken: adminToken, TrustedProxies: o.trusted, AppVersion: "test", StoreReady: store.Ping, Logger: log})
+	srv.Config.Handler = api
+	t.Cleanup(func() {
+		srv.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = led.Close(cctx)
+		nc.Close()
+	})
+	return st
+}
+
+// resp is a decoded envelope.
+type resp struct {
+	HTTP         int
+	Header       http.Header
+	Data         json.RawMessage `json:"data"`
+	Status       int             `json:"status"`
+	Code         string          `json:"code"`
+	Message      string          `json:"message"`
+	Field        string          `json:"field"`
+	ResponseTime string          `json:"responseTime"`
+	AppVersion   string          `json:"app_version"`
+	RequestID    string          `json:"requestId"`
+	Raw          []byte
+}
+
+func (r resp) decode(t *testing.T, v any) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal(r.Data, v), "data: %s", r.Raw)
+}
+
+func do(t *testing.T, req *http.Request) resp {
+	t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	out := resp{HTTP: res.StatusCode, Header: res.Header, Raw: b}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(b, &out), "body: %s", b)
+	}
+	return out
+}
+
+// ops calls the operator API with the admin token.
+func (s *stack) ops(method, path string, body any) resp {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(s.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.URL+path, rd)
+	require.NoError(s.t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return do(s.t, req)
+}
+
+// site is a merchant site's credentials.
+type site struct {
+	ID            string `json:"id"`
+	AppKey        string `json:"appKey"`
+	Secret        string `json:"secret"`
+	WebhookSecret string `json:"webhookSecret"`
+}
+
+func sign(secret string, data []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(data)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// post sends a signed form to the merchant API.
+func (s *stack) post(st site, path string, form url.Values) resp {
+	s.t.Helper()
+	return s.postRaw(st, path, form.Encode(), nil)
+}
+
+// postRaw sends body signed with the site's secret; hdr overrides headers.
+func (s *stack) postRaw(st site, path, body string, hdr map[string]string) resp {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(body))
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("appKey", st.AppKey)
+	req.Header.Set("sign", sign(st.Secret, []byte(body)))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return do(s.t, req)
+}
+
+// get sends a signed GET; query is the raw query string.
+func (s *stack) get(st site, path, query string) resp {
+	s.t.Helper()
+	u := s.URL + path
+	if query != "" {
+		u += "?" + query
+	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	require.NoError(s.t, err)
+	req.Header.Set("appKey", st.AppKey)
+	req.Header.Set("sign", sign(st.Secret, []byte(query)))
+	return do(s.t, req)
+}
+
+// bank is a method as the operator API returns it.
+type bank struct {
+	ID   string `json:"_id"`
+	Code string `json:"code"`
+}
+
+// seedBanks creates a method of every identifier kind.
+func (s *stack) seedBanks() map[string]bank {
+	s.t.Helper()
+	out := map[string]bank{}
+	for _, b := range []struct{ code, kind, acct string }{
+		{"ZAINCASH", "PHONE", "07801234567"},
+		{"QICARD", "CARD_NO", "6375000012345678"},
+		{"RAFIDAIN", "ACCOUNT_NO", "0012345678"},
+		{"NBI", "IBAN", "IQ56NBIQ123456789012345"},
+		{"GAMEWALLET", "USERNAME", "store.wallet"},
+	} {
+		r := s.ops("POST", "/ops/v1/banks", map[string]any{
+			"code": b.code, "name": map[string]string{"en": b.code + " en", "ar": b.code + " ar", "ku": b.code + " ku"},
+			"identifierKind": b.kind, "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
+			"accounts": []map[string]string{{"accountName": "Store A", "accountNumber": b.acct}, {"accountName": "Store B", "accountNumber": b.acct}},
+		})
+		require.Equal(s.t, 200, r.HTTP, "%s", r.Raw)
+		var bk bank
+		r.decode(s.t, &bk)
+		out[b.code] = bk
+	}
+	return out
+}
+
+// newSite creates a site with settings and funds it.
+func (s *stack) newSite(settings map[string]any, fund int64) site {
+	s.t.Helper()
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	if _, ok := settings["name"]; !ok {
+		settings["name"] = "Test Site"
+	}
+	r := s.ops("POST", "/ops/v1/sites", settings)
+	require.Equal(s.t, 200, r.HTTP, "%s", r.Raw)
+	var st site
+	r.decode(s.t, &st)
+	if fund != 0 {
+		r = s.ops("POST", "/ops/v1/sites/"+st.ID+"/adjustments", map[string]any{"amount": fund, "reason": "opening"})
+		require.Equal(s.t, 200, r.HTTP, "%s", r.Raw)
+	}
+	return st
+}
