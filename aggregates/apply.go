@@ -27,7 +27,7 @@ type txUndo struct {
 	tx Tx
 }
 type userUndo struct {
-	user string
+	user uint64
 	i    int32
 	had  bool
 }
@@ -76,7 +76,6 @@ func (s *Site) Rollback() {
 		u := j.users[k]
 		if u.had {
 			s.pendingByUser[u.user] = u.i
-			s.pendingUser[u.i] = u.user
 		} else {
 			delete(s.pendingByUser, u.user)
 		}
@@ -86,7 +85,6 @@ func (s *Site) Rollback() {
 	}
 	for i := j.nTxs; i < len(s.Txs); i++ {
 		delete(s.byProcess, s.Txs[i].ProcessID)
-		delete(s.pendingUser, int32(i))
 	}
 	clear(s.Txs[j.nTxs:])
 	s.Txs = s.Txs[:j.nTxs]
@@ -161,15 +159,16 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 	case *events.TreasuryAdjusted:
 		s.Balance += p.Amount
 	case *events.DepositRequested:
-		i := s.addTx(Tx{ProcessID: p.ProcessID, BankID: s.internStr(p.BankID), Kind: KindDeposit, Status: StatusPending,
-			EvIdx: evIdx, Amount: p.Amount, Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID),
-			ExpiresAt: p.ExpiresAt, CreatedAt: e.Time, UpdatedAt: e.Time, Seq: seq})
-		s.setPendingUser(p.UserID, i)
+		user := UserKey(p.UserID)
+		i := s.addTx(Tx{ProcessID: p.ProcessID, Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
+			Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID), User: user,
+			ExpiresAt: p.ExpiresAt, UpdatedAt: e.Time, Seq: seq})
+		s.setPendingUser(user, i)
 		s.bumpRotation(p.BankID)
 	case *events.WithdrawalRequested:
-		s.addTx(Tx{ProcessID: p.ProcessID, BankID: s.internStr(p.BankID), Kind: KindWithdrawal, Status: StatusPending,
-			EvIdx: evIdx, Amount: p.Amount, Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID),
-			CreatedAt: e.Time, UpdatedAt: e.Time, Seq: seq})
+		s.addTx(Tx{ProcessID: p.ProcessID, Kind: KindWithdrawal, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
+			Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID), User: UserKey(p.UserID),
+			UpdatedAt: e.Time, Seq: seq})
 		s.PendingWithdrawals += p.Amount
 	case *events.DepositApproved:
 		s.update(p.TxID, e.Time, func(tx *Tx) {
@@ -233,27 +232,25 @@ func (s *Site) update(txID string, at int64, fn func(*Tx)) {
 	s.Txs[i].UpdatedAt = at
 }
 
-func (s *Site) setPendingUser(user string, i int32) {
+func (s *Site) setPendingUser(user uint64, i int32) {
 	if s.j != nil {
 		old, had := s.pendingByUser[user]
 		s.j.users = append(s.j.users, userUndo{user: user, i: old, had: had})
 	}
 	s.pendingByUser[user] = i
-	s.pendingUser[i] = user
 }
 
+// clearPendingUser removes deposit i from the pending index if it is the
+// one indexed for its user.
 func (s *Site) clearPendingUser(i int32) {
-	user, ok := s.pendingUser[i]
-	if !ok {
+	user := s.Txs[i].User
+	if cur, ok := s.pendingByUser[user]; !ok || cur != i {
 		return
 	}
 	if s.j != nil {
 		s.j.users = append(s.j.users, userUndo{user: user, i: i, had: true})
 	}
-	delete(s.pendingUser, i)
-	if cur, ok := s.pendingByUser[user]; ok && cur == i {
-		delete(s.pendingByUser, user)
-	}
+	delete(s.pendingByUser, user)
 }
 
 func (s *Site) bumpRotation(bank string) {

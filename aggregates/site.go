@@ -65,9 +65,12 @@ func (s Status) Final() bool {
 // Tx is the compact state of one transaction: what decisions need, plus where
 // its creation event is stored so the full record can be read back. Keeping it
 // small is what lets a million transactions fit in memory.
+//
+// Fields the creation event holds and no decision needs (bankId, userId,
+// creation time, names, accounts) are not repeated here.
 type Tx struct {
+	_msgpack  struct{} `msgpack:",as_array"`
 	ProcessID string
-	BankID    string
 	Kind      Kind
 	Status    Status
 	// EvIdx is the index of the creation event within its message.
@@ -79,10 +82,11 @@ type Tx struct {
 	// Fingerprint identifies the request parameters that must match on an
 	// idempotent repeat (type, amount, bankId, userId).
 	Fingerprint uint64
+	// User is UserKey of the end user's userId.
+	User uint64
 	// ExpiresAt is the deposit's expiry in Unix ms (0 for withdrawals).
 	ExpiresAt int64
-	// CreatedAt and UpdatedAt are Unix ms.
-	CreatedAt int64
+	// UpdatedAt is the time of the last change, in Unix ms.
 	UpdatedAt int64
 	// Seq is the stream sequence of the message holding the creation event.
 	Seq uint64
@@ -131,9 +135,9 @@ type Site struct {
 	// Txs holds every transaction, indexed by creation order.
 	Txs []Tx
 
-	byProcess     map[string]int32
-	pendingByUser map[string]int32
-	pendingUser   map[int32]string
+	byProcess map[string]int32
+	// pendingByUser maps UserKey(userId) to the user's pending deposit.
+	pendingByUser map[uint64]int32
 	rotation      map[string]uint64
 	reasons       map[int32]string
 	intern        map[string]string
@@ -145,8 +149,7 @@ func NewSite(id string) *Site {
 	return &Site{
 		ID:            id,
 		byProcess:     map[string]int32{},
-		pendingByUser: map[string]int32{},
-		pendingUser:   map[int32]string{},
+		pendingByUser: map[uint64]int32{},
 		rotation:      map[string]uint64{},
 		reasons:       map[int32]string{},
 		intern:        map[string]string{},
@@ -204,6 +207,19 @@ func (s *Site) PendingDeposits(fn func(i int32, tx *Tx)) {
 	for _, i := range s.pendingByUser {
 		fn(i, &s.Txs[i])
 	}
+}
+
+// UserKey identifies an end user in the pending-deposit index by a 64-bit
+// FNV-1a hash of the userId instead of the string, which keeps a million
+// pending deposits small. Two userIds of one site colliding would only make
+// one see the other's pending deposit; at 2^-64 per pair it is ignored.
+func UserKey(userID string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(userID); i++ {
+		h ^= uint64(userID[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 func (s *Site) internStr(v string) string {

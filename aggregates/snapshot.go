@@ -11,7 +11,8 @@ import (
 // format is versioned; a version this build does not know is ignored by the
 // caller, which then replays the site from the stream.
 
-const snapshotVersion = 1
+// Version 2: compact transactions (encoded as arrays, user keys hashed).
+const snapshotVersion = 2
 
 type siteSnapshot struct {
 	Version       int               `msgpack:"v"`
@@ -22,7 +23,7 @@ type siteSnapshot struct {
 	Balance       int64             `msgpack:"balance"`
 	Pending       int64             `msgpack:"pending"`
 	Txs           []Tx              `msgpack:"txs"`
-	PendingByUser map[string]int32  `msgpack:"pendingUsers"`
+	PendingByUser map[uint64]int32  `msgpack:"pendingUsers"`
 	Rotation      map[string]uint64 `msgpack:"rotation"`
 	Reasons       map[int32]string  `msgpack:"reasons"`
 }
@@ -49,16 +50,14 @@ func UnmarshalSiteSnapshot(b []byte) (*Site, error) {
 		return nil, fmt.Errorf("site snapshot version %d not supported", snap.Version)
 	}
 	s := NewSite(snap.ID)
+	s.byProcess = make(map[string]int32, len(snap.Txs))
 	s.Cfg, s.Seq, s.Balance, s.PendingWithdrawals, s.Txs = snap.Cfg, snap.Seq, snap.Balance, snap.Pending, snap.Txs
 	copy(s.Hash[:], snap.Hash)
 	for i := range s.Txs {
-		tx := &s.Txs[i]
-		tx.BankID = s.internStr(tx.BankID)
-		s.byProcess[tx.ProcessID] = int32(i)
+		s.byProcess[s.Txs[i].ProcessID] = int32(i)
 	}
 	for u, i := range snap.PendingByUser {
 		s.pendingByUser[u] = i
-		s.pendingUser[i] = u
 	}
 	for k, v := range snap.Rotation {
 		s.rotation[s.internStr(k)] = v

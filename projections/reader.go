@@ -134,35 +134,32 @@ func (r *Reader) record(ctx context.Context, snap snapshot, own []events.Event) 
 	return rec, nil
 }
 
-func (r *Reader) creation(ctx context.Context, snap snapshot, own []events.Event) (events.Payload, error) {
+func (r *Reader) creation(ctx context.Context, snap snapshot, own []events.Event) (events.Event, error) {
 	idx := int(snap.tx.EvIdx)
 	for _, e := range own {
-		if p := creationOf(e, snap.id); p != nil {
-			return p, nil
+		if creates(e, snap.id) {
+			return e, nil
 		}
 	}
 	evs, err := r.message(ctx, snap.tx.Seq)
 	if err != nil {
-		return nil, err
+		return events.Event{}, err
 	}
 	if idx >= len(evs) {
-		return nil, fmt.Errorf("transaction %s: message %d has %d events: %w", snap.id, snap.tx.Seq, len(evs), events.ErrCorrupt)
+		return events.Event{}, fmt.Errorf("transaction %s: message %d has %d events: %w", snap.id, snap.tx.Seq, len(evs), events.ErrCorrupt)
 	}
-	return evs[idx].Payload, nil
+	return evs[idx], nil
 }
 
-func creationOf(e events.Event, txID string) events.Payload {
+// creates reports whether e is the creation event of transaction txID.
+func creates(e events.Event, txID string) bool {
 	switch p := e.Payload.(type) {
 	case *events.DepositRequested:
-		if p.TxID == txID {
-			return p
-		}
+		return p.TxID == txID
 	case *events.WithdrawalRequested:
-		if p.TxID == txID {
-			return p
-		}
+		return p.TxID == txID
 	}
-	return nil
+	return false
 }
 
 // message returns the decoded events of the message at seq, cached.

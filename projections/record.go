@@ -136,21 +136,21 @@ func FormatTime(ms int64) string {
 
 // build joins the compact state of a transaction with its creation event.
 // publicURL is the base of hosted page links; secret signs the hash.
-func build(tx aggregates.Tx, reason string, created events.Payload, txID, secret, publicURL string) (Record, bool) {
+func build(tx aggregates.Tx, reason string, created events.Event, txID, secret, publicURL string) (Record, bool) {
 	r := Record{Common: Common{
-		TransactionID: txID, BankID: tx.BankID, Amount: tx.Amount, RequestedAmount: tx.Requested,
+		TransactionID: txID, Amount: tx.Amount, RequestedAmount: tx.Requested,
 		ProcessID: tx.ProcessID, Type: tx.Kind.String(), Status: tx.Status.String(),
-		CreatedAt: FormatTime(tx.CreatedAt), UpdatedAt: FormatTime(tx.UpdatedAt),
+		CreatedAt: FormatTime(created.Time), UpdatedAt: FormatTime(tx.UpdatedAt),
 	}, updatedMs: tx.UpdatedAt}
 	if reason != "" {
 		r.StatusReason = &reason
 	}
-	switch p := created.(type) {
+	switch p := created.Payload.(type) {
 	case *events.DepositRequested:
 		if tx.Kind != aggregates.KindDeposit || p.TxID != txID {
 			return Record{}, false
 		}
-		r.Bank, r.UserID, r.Name, r.UserName = p.BankCode, p.UserID, p.Name, p.UserName
+		r.BankID, r.Bank, r.UserID, r.Name, r.UserName = p.BankID, p.BankCode, p.UserID, p.Name, p.UserName
 		r.ConvertedName, r.IdentifierKind = p.ConvertedName, p.IdentifierKind
 		exp := FormatTime(p.ExpiresAt)
 		r.expiresMs = p.ExpiresAt
@@ -170,12 +170,12 @@ func build(tx aggregates.Tx, reason string, created events.Payload, txID, secret
 		if tx.Kind != aggregates.KindWithdrawal || p.TxID != txID {
 			return Record{}, false
 		}
-		r.Bank, r.UserID, r.Name, r.UserName = p.BankCode, p.UserID, p.Name, p.UserName
+		r.BankID, r.Bank, r.UserID, r.Name, r.UserName = p.BankID, p.BankCode, p.UserID, p.Name, p.UserName
 		r.ConvertedName, r.IdentifierKind = p.ConvertedName, p.IdentifierKind
 		r.Withdrawal = &WithdrawalFields{AccountName: p.AccountName, IBAN: p.IBAN}
 	default:
 		return Record{}, false
 	}
-	r.Hash = ResponseHash(secret, txID, tx.BankID, tx.Amount)
+	r.Hash = ResponseHash(secret, txID, r.BankID, tx.Amount)
 	return r, true
 }
