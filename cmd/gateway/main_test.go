@@ -364,3 +364,59 @@ func TestRestartAfterKill(t *testing.T) {
 	assert.Equal(t, total, bal.PendingWithdrawals)
 	assert.Equal(t, bal.Balance-bal.PendingWithdrawals-bal.NegativeLimit, bal.Available)
 }
+
+// TestSIGTERMDrains stops the gateway with SIGTERM while merchants are
+// writing: it must exit cleanly, and every request it accepted must have
+// been answered and be found after a restart.
+func TestSIGTERMDrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	dir, addr := t.TempDir(), freeAddr(t)
+	cmd, out := startGateway(t, dir, addr)
+	base := "http://" + addr
+	opsCall(t, base, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
+		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
+		"accounts": []map[string]string{{"accountName": "Store", "accountNumber": "07801234567"}}}, nil)
+	var c creds
+	opsCall(t, base, "POST", "/ops/v1/sites", map[string]any{"name": "Drain"}, &c)
+
+	var mu sync.Mutex
+	var answered []string
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				pid := fmt.Sprintf("d%d-%d", w, i)
+				v := url.Values{"bankId": {"ZAINCASH"}, "processId": {pid}, "amount": {"5000"},
+					"userId": {pid}, "userName": {"user"}, "name": {"End User"}}
+				e, err := merchant(c, "POST", base, "/v1/transactions/deposit", v.Encode())
+				if err != nil {
+					return // refused: the listener is closed
+				}
+				if e.Status != 200 {
+					t.Errorf("request %s answered %d %s during shutdown", pid, e.Status, e.Code)
+					return
+				}
+				mu.Lock()
+				answered = append(answered, pid)
+				mu.Unlock()
+			}
+		}(w)
+	}
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	require.NoError(t, err, "gateway did not exit cleanly on SIGTERM; log:\n%s", out.String())
+	wg.Wait()
+	require.NotEmpty(t, answered)
+
+	startGateway(t, dir, addr)
+	for _, pid := range answered {
+		e, err := merchant(c, "GET", base, "/v1/transactions", "processId="+pid)
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status, "answered deposit %s not found after restart", pid)
+	}
+}
