@@ -26,11 +26,11 @@ type Reader struct {
 	store     Store
 	publicURL string
 
-	// created caches decoded creation events by message sequence. They
+	// created caches decoded creation events by transaction id. They
 	// never change once stored, so the cache needs no invalidation.
 	mu      sync.Mutex
-	created map[uint64][]events.Event
-	order   []uint64
+	created map[string]events.Event
+	order   []string
 	next    int
 }
 
@@ -39,7 +39,7 @@ const createdCacheSize = 4096
 // NewReader returns a Reader. publicURL is the base of hosted page links.
 func NewReader(l *ledger.Ledger, store Store, publicURL string) *Reader {
 	return &Reader{ledger: l, store: store, publicURL: strings.TrimRight(publicURL, "/"),
-		created: make(map[uint64][]events.Event, createdCacheSize), order: make([]uint64, createdCacheSize)}
+		created: make(map[string]events.Event, createdCacheSize), order: make([]string, createdCacheSize)}
 }
 
 // PublicURL returns the base of hosted page links.
@@ -135,20 +135,43 @@ func (r *Reader) record(ctx context.Context, snap snapshot, own []events.Event) 
 }
 
 func (r *Reader) creation(ctx context.Context, snap snapshot, own []events.Event) (events.Event, error) {
-	idx := int(snap.tx.EvIdx)
 	for _, e := range own {
 		if creates(e, snap.id) {
 			return e, nil
 		}
 	}
-	evs, err := r.message(ctx, snap.tx.Seq)
+	r.mu.Lock()
+	e, ok := r.created[snap.id]
+	r.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	m, err := r.store.Get(ctx, snap.tx.Seq)
 	if err != nil {
 		return events.Event{}, err
 	}
+	evs, err := events.Decode(m.Data)
+	if err != nil {
+		return events.Event{}, fmt.Errorf("message %d: %w", snap.tx.Seq, err)
+	}
+	idx := int(snap.tx.EvIdx)
 	if idx >= len(evs) {
 		return events.Event{}, fmt.Errorf("transaction %s: message %d has %d events: %w", snap.id, snap.tx.Seq, len(evs), events.ErrCorrupt)
 	}
-	return evs[idx], nil
+	e = evs[idx]
+	r.mu.Lock()
+	if _, ok := r.created[snap.id]; !ok {
+		// Replace in insertion order; only the one event is kept, not its
+		// message, which may hold a whole group commit.
+		if old := r.order[r.next]; old != "" {
+			delete(r.created, old)
+		}
+		r.order[r.next] = snap.id
+		r.next = (r.next + 1) % len(r.order)
+		r.created[snap.id] = e
+	}
+	r.mu.Unlock()
+	return e, nil
 }
 
 // creates reports whether e is the creation event of transaction txID.
@@ -160,36 +183,6 @@ func creates(e events.Event, txID string) bool {
 		return p.TxID == txID
 	}
 	return false
-}
-
-// message returns the decoded events of the message at seq, cached.
-func (r *Reader) message(ctx context.Context, seq uint64) ([]events.Event, error) {
-	r.mu.Lock()
-	evs, ok := r.created[seq]
-	r.mu.Unlock()
-	if ok {
-		return evs, nil
-	}
-	m, err := r.store.Get(ctx, seq)
-	if err != nil {
-		return nil, err
-	}
-	if evs, err = events.Decode(m.Data); err != nil {
-		return nil, fmt.Errorf("message %d: %w", seq, err)
-	}
-	r.mu.Lock()
-	if _, ok := r.created[seq]; !ok {
-		// Replace in insertion order: old creation events are rarely
-		// looked up again.
-		if old := r.order[r.next]; old != 0 {
-			delete(r.created, old)
-		}
-		r.order[r.next] = seq
-		r.next = (r.next + 1) % len(r.order)
-		r.created[seq] = evs
-	}
-	r.mu.Unlock()
-	return evs, nil
 }
 
 // Balance is the data of GET /v1/balance.

@@ -1,0 +1,77 @@
+package projections
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/events"
+)
+
+func TestResponseHash(t *testing.T) {
+	// Computed independently: HMAC-SHA256("demo-secret", "demo-1" + "97b48bfb7fb34aedd95fd145" + "25000").
+	assert.Equal(t, "KMhoqhmVN6ZpZ5VyiaQ0cJ/ntMMtxIFsu6hTnRjHiGo=", ResponseHash("demo-secret", "demo-1", "97b48bfb7fb34aedd95fd145", 25000))
+	assert.NotEqual(t, ResponseHash("demo-secret", "demo-1", "97b48bfb7fb34aedd95fd145", 25000),
+		ResponseHash("demo-secret", "demo-1", "97b48bfb7fb34aedd95fd145", 24000))
+}
+
+func TestBuildRecordShapes(t *testing.T) {
+	dep := events.Event{Time: 1_700_000_000_000, Payload: &events.DepositRequested{TxID: "s1-1", ProcessID: "p1", BankID: "b1",
+		BankCode: "ZC", BankName: "ZainCash", IdentifierKind: "PHONE", Amount: 25000, UserID: "u1", UserName: "ali",
+		Name: "Ali", ConvertedName: "ali", Lang: "en", AccountName: "Store", AccountNumber: "07801234567",
+		ExpiresAt: 1_700_001_800_000, HostedToken: "tok"}}
+	tx := aggregates.Tx{ProcessID: "p1", Kind: aggregates.KindDeposit, Status: aggregates.StatusApproved, Amount: 24000,
+		Requested: 25000, UpdatedAt: 1_700_000_100_000}
+	r, ok := build(tx, "", dep, "s1-1", "sec", "https://pay.example")
+	require.True(t, ok)
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, "b1", m["bankId"])
+	assert.Equal(t, "ZC", m["bank"])
+	assert.EqualValues(t, 24000, m["amount"])
+	assert.EqualValues(t, 25000, m["requestedAmount"])
+	assert.Equal(t, "approved", m["status"])
+	assert.Nil(t, m["statusReason"])
+	assert.Equal(t, "https://pay.example/pay/s1-1?t=tok", m["url"])
+	assert.Equal(t, "2023-11-14T22:13:20.000Z", m["createdAt"])
+	assert.Equal(t, "2023-11-14T22:43:20.000Z", m["expiresAt"])
+	assert.Equal(t, ResponseHash("sec", "s1-1", "b1", 24000), m["hash"])
+	for _, k := range []string{"bankName", "bankAccountName", "bankAccountIban", "alreadyPending", "senderName"} {
+		assert.Contains(t, m, k)
+	}
+	assert.NotContains(t, m, "iban")
+
+	wd := events.Event{Time: 1, Payload: &events.WithdrawalRequested{TxID: "s1-2", BankID: "b1", BankCode: "ZC", Amount: 5000,
+		AccountName: "Ali", IBAN: "07701234567"}}
+	r, ok = build(aggregates.Tx{Kind: aggregates.KindWithdrawal, Status: aggregates.StatusRejected, Amount: 5000}, "closed", wd, "s1-2", "sec", "")
+	require.True(t, ok)
+	b, _ = json.Marshal(OpsRecord{SiteID: "s1", Record: r})
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, "s1", m["siteId"])
+	assert.Equal(t, "closed", m["statusReason"])
+	assert.Equal(t, "07701234567", m["iban"])
+	assert.Equal(t, "withdrawal", m["type"])
+
+	// A creation event of another transaction or kind is refused.
+	_, ok = build(tx, "", wd, "s1-1", "sec", "")
+	assert.False(t, ok)
+	_, ok = build(tx, "", dep, "s1-9", "sec", "")
+	assert.False(t, ok)
+}
+
+func TestCursor(t *testing.T) {
+	c := encodeCursor("s1", 42)
+	site, idx, err := decodeCursor(c)
+	require.NoError(t, err)
+	assert.Equal(t, "s1", site)
+	assert.EqualValues(t, 42, idx)
+	for _, bad := range []string{"!!", "czE", encodeCursor("", 1), "czEAeA"} {
+		_, _, err := decodeCursor(bad)
+		assert.ErrorIs(t, err, ErrBadCursor, bad)
+	}
+}
