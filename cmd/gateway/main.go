@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -54,6 +55,7 @@ type options struct {
 	callbackAllowPrivate               bool
 	replicas                           int
 	logLevel                           string
+	debugListen                        string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	replicas, _ := strconv.Atoi(env("GATEWAY_REPLICAS", "1"))
 	fs.IntVar(&o.replicas, "replicas", replicas, "stream replicas when using --nats (3 for a 3-node cluster) [GATEWAY_REPLICAS]")
 	fs.StringVar(&o.logLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
+	fs.StringVar(&o.debugListen, "debug-listen", env("GATEWAY_DEBUG_LISTEN", ""), "serve Go runtime profiles (/debug/pprof) on this address, e.g. 127.0.0.1:6060 [GATEWAY_DEBUG_LISTEN]")
 	err := fs.Parse(args)
 	if err != nil {
 		return o, err
@@ -206,6 +209,15 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if o.debugListen != "" {
+		dbg := &http.Server{Addr: o.debugListen, Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Warn("debug listener", "err", err)
+			}
+		}()
+		defer dbg.Close()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("gateway listening", "http", ln.Addr().String(), "publicURL", publicURL, "version", appVersion())
@@ -239,6 +251,18 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	closeLedger()
 	log.Info("stopped")
 	return nil
+}
+
+// pprofMux serves the runtime profiles on the debug listener only, never on
+// the public API.
+func pprofMux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return m
 }
 
 func generateToken() string {
