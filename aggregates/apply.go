@@ -1,6 +1,8 @@
 package aggregates
 
 import (
+	"strings"
+
 	"gateway/events"
 )
 
@@ -34,6 +36,7 @@ type userUndo struct {
 type rotUndo struct {
 	bank string
 	n    uint64
+	had  bool
 }
 type reasonUndo struct {
 	i   int32
@@ -70,7 +73,11 @@ func (s *Site) Rollback() {
 		}
 	}
 	for k := len(j.rotation) - 1; k >= 0; k-- {
-		s.rotation[j.rotation[k].bank] = j.rotation[k].n
+		if u := j.rotation[k]; u.had {
+			s.rotation[u.bank] = u.n
+		} else {
+			delete(s.rotation, u.bank)
+		}
 	}
 	for k := len(j.users) - 1; k >= 0; k-- {
 		u := j.users[k]
@@ -214,6 +221,9 @@ func (s *Site) indexOf(txID string) int32 {
 }
 
 func (s *Site) addTx(tx Tx) int32 {
+	// The processId may share memory with the request it came from (a
+	// substring of the whole form body); keep only its own bytes.
+	tx.ProcessID = strings.Clone(tx.ProcessID)
 	i := int32(len(s.Txs))
 	s.Txs = append(s.Txs, tx)
 	s.byProcess[tx.ProcessID] = i
@@ -255,7 +265,8 @@ func (s *Site) clearPendingUser(i int32) {
 
 func (s *Site) bumpRotation(bank string) {
 	if s.j != nil {
-		s.j.rotation = append(s.j.rotation, rotUndo{bank: bank, n: s.rotation[bank]})
+		n, had := s.rotation[bank]
+		s.j.rotation = append(s.j.rotation, rotUndo{bank: bank, n: n, had: had})
 	}
 	s.rotation[s.internStr(bank)]++
 }

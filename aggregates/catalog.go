@@ -157,9 +157,15 @@ func (c *Catalog) DecideUpdateBank(cmd UpdateBank, now time.Time, actor string) 
 	if cmd.Name != nil && strings.TrimSpace(cmd.Name.En) == "" {
 		return nil, fieldErr("name", ErrInvalidRequest, "name.en is required")
 	}
-	dep, accts := b.Deposit, b.Accounts
+	dep, wd, accts := b.Deposit, b.Withdraw, b.Accounts
 	if cmd.Deposit != nil {
 		dep = *cmd.Deposit
+	}
+	if cmd.Withdraw != nil {
+		wd = *cmd.Withdraw
+	}
+	if !dep && !wd {
+		return nil, fieldErr("deposit", ErrInvalidRequest, "a method must allow deposit, withdraw or both; disable it with enabled false")
 	}
 	if cmd.Accounts != nil {
 		accts = *cmd.Accounts

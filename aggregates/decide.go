@@ -164,7 +164,10 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		}
 		return one(-1, settingsEvent(c.Settings))
 	case RotateSecret:
-		if c.Secret == "" || c.Overlap < 0 {
+		if c.Secret == "" {
+			return Decision{Tx: -1}, fieldErr("secret", ErrInvalidRequest, "a new secret is required")
+		}
+		if c.Overlap < 0 {
 			return Decision{Tx: -1}, fieldErr("overlapSeconds", ErrInvalidRequest, "overlapSeconds must not be negative")
 		}
 		until := now.Add(c.Overlap).UnixMilli()
