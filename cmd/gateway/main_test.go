@@ -132,27 +132,7 @@ func (s *syncBuffer) String() string {
 
 func startGateway(t *testing.T, dir, addr string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "--http", addr, "--data", dir, "--admin-token", "tok", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "GATEWAY_TEST_MAIN=1")
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		res, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return cmd, out
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "gateway not ready; log:\n%s", out.String())
-		time.Sleep(50 * time.Millisecond)
-	}
+	return startWith(t, addr, "--data", dir)
 }
 
 type envelope struct {
@@ -419,4 +399,112 @@ func TestSIGTERMDrains(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 200, e.Status, "answered deposit %s not found after restart", pid)
 	}
+}
+
+// startWith runs the gateway subprocess with extra arguments and waits for
+// /readyz.
+func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"--http", addr, "--admin-token", "tok", "--log-level", "warn"}, args...)...)
+	cmd.Env = append(os.Environ(), "GATEWAY_TEST_MAIN=1")
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return cmd, out
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "gateway not ready; log:\n%s", out.String())
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDemoIsIdempotent starts --demo twice on one data directory: the same
+// site keys are printed, the printed curl works, and no method is doubled.
+func TestDemoIsIdempotent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	dir := t.TempDir()
+	var keys []string
+	for run := 0; run < 2; run++ {
+		addr := freeAddr(t)
+		cmd, out := startWith(t, addr, "--demo", "--data", dir)
+		var text string
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(text, "--data '") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			text = out.String()
+		}
+		line := func(prefix string) string {
+			for _, l := range strings.Split(text, "\n") {
+				if f := strings.Fields(l); len(f) == 2 && f[0] == prefix {
+					return f[1]
+				}
+			}
+			t.Fatalf("no %s in demo output:\n%s", prefix, text)
+			return ""
+		}
+		c := creds{ID: "demo", AppKey: line("appKey"), Secret: line("secret")}
+		keys = append(keys, c.AppKey+" "+c.Secret)
+		body := text[strings.Index(text, "--data '")+len("--data '"):]
+		body = body[:strings.Index(body, "'")]
+		e, err := merchant(c, "POST", "http://"+addr, "/v1/transactions/deposit", body)
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status, "printed demo request refused: %s", e.Code)
+		var banks []map[string]any
+		opsCall(t, "http://"+addr, "GET", "/ops/v1/banks", nil, &banks)
+		assert.Len(t, banks, 6)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, cmd.Wait())
+	}
+	assert.Equal(t, keys[0], keys[1], "a second --demo start must keep the demo site")
+}
+
+// TestExternalNATS runs one gateway on its embedded server with the client
+// port exposed (--nats-listen) and a second gateway on that server through
+// --nats: a deposit made on one is found on the other.
+func TestExternalNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	natsAddr, a1, a2 := freeAddr(t), freeAddr(t), freeAddr(t)
+	startWith(t, a1, "--data", t.TempDir(), "--nats-listen", natsAddr)
+	startWith(t, a2, "--nats", "nats://"+natsAddr)
+	b1, b2 := "http://"+a1, "http://"+a2
+	opsCall(t, b1, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
+		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
+		"accounts": []map[string]string{{"accountName": "Store", "accountNumber": "07801234567"}}}, nil)
+	var c creds
+	opsCall(t, b1, "POST", "/ops/v1/sites", map[string]any{"name": "Shared"}, &c)
+	v := url.Values{"bankId": {"ZAINCASH"}, "processId": {"x-1"}, "amount": {"5000"}, "userId": {"u"}, "userName": {"u"}, "name": {"U"}}
+	// The second gateway learns of the site from the stream; wait for it.
+	var e envelope
+	var err error
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e, err = merchant(c, "POST", b2, "/v1/transactions/deposit", v.Encode())
+		require.NoError(t, err)
+		if e.Status == 200 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, 200, e.Status, e.Code)
+	var rec struct {
+		TransactionID string `json:"transactionId"`
+	}
+	require.NoError(t, json.Unmarshal(e.Data, &rec))
+	e, err = merchant(c, "GET", b1, "/v1/transactions/"+rec.TransactionID, "")
+	require.NoError(t, err)
+	assert.Equal(t, 200, e.Status, "a deposit made through --nats must be visible on the embedded gateway")
 }
