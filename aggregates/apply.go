@@ -1,8 +1,6 @@
 package aggregates
 
 import (
-	"strings"
-
 	"gateway/events"
 )
 
@@ -17,6 +15,7 @@ type journal struct {
 	pending  int64
 	cfg      *Config
 	nTxs     int
+	arena    uint32
 	nEvents  int
 	txs      []txUndo
 	users    []userUndo
@@ -47,7 +46,7 @@ type reasonUndo struct {
 // Begin starts a batch: events applied until Commit or Rollback can be undone.
 func (s *Site) Begin() {
 	s.j = &journal{seq: s.Seq, hash: s.Hash, balance: s.Balance, pending: s.PendingWithdrawals,
-		cfg: s.Cfg, nTxs: len(s.Txs)}
+		cfg: s.Cfg, nTxs: len(s.Txs), arena: uint32(len(s.pids.arena))}
 }
 
 // Commit ends a batch whose events were stored in the message at seq, whose
@@ -90,9 +89,7 @@ func (s *Site) Rollback() {
 	for k := len(j.txs) - 1; k >= 0; k-- {
 		s.Txs[j.txs[k].i] = j.txs[k].tx
 	}
-	for i := j.nTxs; i < len(s.Txs); i++ {
-		delete(s.byProcess, s.Txs[i].ProcessID)
-	}
+	s.pids.truncate(s.Txs, j.nTxs, j.arena)
 	clear(s.Txs[j.nTxs:])
 	s.Txs = s.Txs[:j.nTxs]
 	s.Seq, s.Hash, s.Balance, s.PendingWithdrawals, s.Cfg = j.seq, j.hash, j.balance, j.pending, j.cfg
@@ -167,13 +164,13 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 		s.Balance += p.Amount
 	case *events.DepositRequested:
 		user := UserKey(p.UserID)
-		i := s.addTx(Tx{ProcessID: p.ProcessID, Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
+		i := s.addTx(p.ProcessID, Tx{Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
 			Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID), User: user,
 			ExpiresAt: p.ExpiresAt, UpdatedAt: e.Time, Seq: seq})
 		s.setPendingUser(user, i)
 		s.bumpRotation(p.BankID)
 	case *events.WithdrawalRequested:
-		s.addTx(Tx{ProcessID: p.ProcessID, Kind: KindWithdrawal, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
+		s.addTx(p.ProcessID, Tx{Kind: KindWithdrawal, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
 			Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID), User: UserKey(p.UserID),
 			UpdatedAt: e.Time, Seq: seq})
 		s.PendingWithdrawals += p.Amount
@@ -220,13 +217,18 @@ func (s *Site) indexOf(txID string) int32 {
 	return i
 }
 
-func (s *Site) addTx(tx Tx) int32 {
-	// The processId may share memory with the request it came from (a
-	// substring of the whole form body); keep only its own bytes.
-	tx.ProcessID = strings.Clone(tx.ProcessID)
+func (s *Site) addTx(pid string, tx Tx) int32 {
 	i := int32(len(s.Txs))
+	tx.PidOff = s.pids.add(pid, i)
+	if len(s.Txs) == cap(s.Txs) {
+		// Grow by a quarter rather than doubling: a site's transactions
+		// are most of the gateway's memory, and doubling leaves up to
+		// half of it unused.
+		grown := make([]Tx, len(s.Txs), len(s.Txs)+len(s.Txs)/4+16)
+		copy(grown, s.Txs)
+		s.Txs = grown
+	}
 	s.Txs = append(s.Txs, tx)
-	s.byProcess[tx.ProcessID] = i
 	return i
 }
 

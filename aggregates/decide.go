@@ -436,7 +436,7 @@ func (s *Site) repeat(i int32, k Kind, r Request) (Decision, error) {
 }
 
 func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Payload) events.Event) (Decision, error) {
-	if i, ok := s.byProcess[c.ProcessID]; ok {
+	if i, ok := s.ByProcessID(c.ProcessID); ok {
 		return s.repeat(i, KindDeposit, c.Request)
 	}
 	if err := s.validateRequest(c.Request, KindDeposit); err != nil {
@@ -479,7 +479,7 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 }
 
 func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) events.Event) (Decision, error) {
-	if i, ok := s.byProcess[c.ProcessID]; ok {
+	if i, ok := s.ByProcessID(c.ProcessID); ok {
 		return s.repeat(i, KindWithdrawal, c.Request)
 	}
 	if err := s.validateRequest(c.Request, KindWithdrawal); err != nil {

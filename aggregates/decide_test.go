@@ -140,7 +140,7 @@ type siteState struct {
 
 func observe(s *Site) siteState {
 	st := siteState{Created: s.Created(), Seq: s.Seq, Hash: s.Hash, Balance: s.Balance, Pending: s.PendingWithdrawals,
-		Txs: slices.Clone(s.Txs), ByProcess: maps.Clone(s.byProcess), PendingByUser: maps.Clone(s.pendingByUser),
+		Txs: slices.Clone(s.Txs), ByProcess: pidState(s), PendingByUser: maps.Clone(s.pendingByUser),
 		Reasons: maps.Clone(s.reasons), Rotation: dropZero(s.rotation), PendingDeps: pendingSet(s)}
 	if s.Cfg != nil {
 		st.Cfg = *s.Cfg
@@ -150,6 +150,15 @@ func observe(s *Site) siteState {
 		st.Txs = []Tx{}
 	}
 	return st
+}
+
+// pidState copies the processId index: arena contents and both maps.
+func pidState(s *Site) any {
+	return struct {
+		Arena   []byte
+		ByHash  map[uint64]int32
+		Collide map[string]int32
+	}{slices.Clone(s.pids.arena), maps.Clone(s.pids.byHash), maps.Clone(s.pids.collide)}
 }
 
 // dropZero copies m without its zero values: a zero rotation counter and a
@@ -581,7 +590,7 @@ func TestDepositRequested(t *testing.T) {
 			commitEvents(t, f.s, d.Events)
 			require.Len(t, f.s.Txs, 1)
 			got := f.s.Txs[0]
-			assert.Equal(t, "p1", got.ProcessID)
+			assert.Equal(t, "p1", f.s.ProcessID(0))
 			assert.Equal(t, KindDeposit, got.Kind)
 			assert.Equal(t, StatusPending, got.Status)
 			assert.Equal(t, uint16(0), got.EvIdx)
@@ -759,7 +768,7 @@ func TestWithdrawalRequested(t *testing.T) {
 		ConvertedName: "alihassan", AccountName: "Ali Hassan", IBAN: "07701234567"}, d.Events[0].Payload)
 	commitEvents(t, f.s, d.Events)
 	got := f.s.Txs[0]
-	assert.Equal(t, "w1", got.ProcessID)
+	assert.Equal(t, "w1", f.s.ProcessID(0))
 	assert.Equal(t, KindWithdrawal, got.Kind)
 	assert.Equal(t, StatusPending, got.Status)
 	assert.Equal(t, int64(3000), got.Amount)
@@ -1286,7 +1295,7 @@ func TestAlreadyPending(t *testing.T) {
 			j, ok := f.s.ByProcessID(wantPID)
 			assert.True(t, ok)
 			assert.Equal(t, int32(1), j)
-			assert.Equal(t, wantPID, f.s.Txs[1].ProcessID)
+			assert.Equal(t, wantPID, f.s.ProcessID(1))
 		})
 	}
 }

@@ -67,12 +67,14 @@ func (s Status) Final() bool {
 // small is what lets a million transactions fit in memory.
 //
 // Fields the creation event holds and no decision needs (bankId, userId,
-// creation time, names, accounts) are not repeated here.
+// creation time, names, accounts) are not repeated here, and a Tx holds no
+// pointer, so the garbage collector never scans the transactions.
 type Tx struct {
-	_msgpack  struct{} `msgpack:",as_array"`
-	ProcessID string
-	Kind      Kind
-	Status    Status
+	_msgpack struct{} `msgpack:",as_array"`
+	// PidOff locates the processId in the site's processId arena.
+	PidOff uint32
+	Kind   Kind
+	Status Status
 	// EvIdx is the index of the creation event within its message.
 	EvIdx uint16
 	// Amount is the current amount: the approved amount once approved.
@@ -135,7 +137,7 @@ type Site struct {
 	// Txs holds every transaction, indexed by creation order.
 	Txs []Tx
 
-	byProcess map[string]int32
+	pids pidIndex
 	// pendingByUser maps UserKey(userId) to the user's pending deposit.
 	pendingByUser map[uint64]int32
 	rotation      map[string]uint64
@@ -148,7 +150,7 @@ type Site struct {
 func NewSite(id string) *Site {
 	return &Site{
 		ID:            id,
-		byProcess:     map[string]int32{},
+		pids:          newPidIndex(0),
 		pendingByUser: map[uint64]int32{},
 		rotation:      map[string]uint64{},
 		reasons:       map[int32]string{},
@@ -189,8 +191,12 @@ func (s *Site) Lookup(txID string) (int32, bool) {
 
 // ByProcessID returns the index of the transaction with processId.
 func (s *Site) ByProcessID(pid string) (int32, bool) {
-	i, ok := s.byProcess[pid]
-	return i, ok
+	return s.pids.lookup(s.Txs, pid)
+}
+
+// ProcessID returns the processId of transaction i.
+func (s *Site) ProcessID(i int32) string {
+	return string(s.pids.at(s.Txs[i].PidOff))
 }
 
 // Reason returns the status reason of transaction i ("" when none).
@@ -213,14 +219,7 @@ func (s *Site) PendingDeposits(fn func(i int32, tx *Tx)) {
 // FNV-1a hash of the userId instead of the string, which keeps a million
 // pending deposits small. Two userIds of one site colliding would only make
 // one see the other's pending deposit; at 2^-64 per pair it is ignored.
-func UserKey(userID string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(userID); i++ {
-		h ^= uint64(userID[i])
-		h *= 1099511628211
-	}
-	return h
-}
+func UserKey(userID string) uint64 { return hash64(userID) }
 
 func (s *Site) internStr(v string) string {
 	if c, ok := s.intern[v]; ok {

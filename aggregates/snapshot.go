@@ -11,8 +11,9 @@ import (
 // format is versioned; a version this build does not know is ignored by the
 // caller, which then replays the site from the stream.
 
-// Version 2: compact transactions (encoded as arrays, user keys hashed).
-const snapshotVersion = 2
+// Version 3: compact transactions (encoded as arrays, user keys hashed,
+// processIds in an arena).
+const snapshotVersion = 3
 
 type siteSnapshot struct {
 	Version       int               `msgpack:"v"`
@@ -24,6 +25,7 @@ type siteSnapshot struct {
 	Pending       int64             `msgpack:"pending"`
 	Txs           []Tx              `msgpack:"txs"`
 	PendingByUser map[uint64]int32  `msgpack:"pendingUsers"`
+	ProcessIDs    []byte            `msgpack:"pids"`
 	Rotation      map[string]uint64 `msgpack:"rotation"`
 	Reasons       map[int32]string  `msgpack:"reasons"`
 }
@@ -32,7 +34,7 @@ type siteSnapshot struct {
 // a batch is open.
 func (s *Site) MarshalSnapshot() ([]byte, error) {
 	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: s.ID, Cfg: s.Cfg, Seq: s.Seq, Hash: s.Hash[:],
-		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingByUser: s.pendingByUser,
+		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingByUser: s.pendingByUser, ProcessIDs: s.pids.arena,
 		Rotation: s.rotation, Reasons: s.reasons})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot site %s: %w", s.ID, err)
@@ -50,12 +52,16 @@ func UnmarshalSiteSnapshot(b []byte) (*Site, error) {
 		return nil, fmt.Errorf("site snapshot version %d not supported", snap.Version)
 	}
 	s := NewSite(snap.ID)
-	s.byProcess = make(map[string]int32, len(snap.Txs))
+	s.pids = newPidIndex(len(snap.Txs))
+	s.pids.arena = snap.ProcessIDs
 	s.Cfg, s.Seq, s.Balance, s.PendingWithdrawals, s.Txs = snap.Cfg, snap.Seq, snap.Balance, snap.Pending, snap.Txs
 	copy(s.Hash[:], snap.Hash)
 	for i := range s.Txs {
-		s.byProcess[s.Txs[i].ProcessID] = int32(i)
+		if off := s.Txs[i].PidOff; int(off) >= len(s.pids.arena) || int(off)+1+int(s.pids.arena[off]) > len(s.pids.arena) {
+			return nil, fmt.Errorf("site snapshot %s: transaction %d: processId outside the arena", snap.ID, i)
+		}
 	}
+	s.pids.rebuild(s.Txs)
 	for u, i := range snap.PendingByUser {
 		s.pendingByUser[u] = i
 	}

@@ -86,7 +86,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		j, ok := s2.Lookup(id)
 		assert.True(t, ok)
 		assert.Equal(t, int32(i), j)
-		j, ok = s2.ByProcessID(f.s.Txs[i].ProcessID)
+		j, ok = s2.ByProcessID(f.s.ProcessID(int32(i)))
 		assert.True(t, ok)
 		assert.Equal(t, int32(i), j)
 	}

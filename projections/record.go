@@ -139,7 +139,7 @@ func FormatTime(ms int64) string {
 func build(tx aggregates.Tx, reason string, created events.Event, txID, secret, publicURL string) (Record, bool) {
 	r := Record{Common: Common{
 		TransactionID: txID, Amount: tx.Amount, RequestedAmount: tx.Requested,
-		ProcessID: tx.ProcessID, Type: tx.Kind.String(), Status: tx.Status.String(),
+		Type: tx.Kind.String(), Status: tx.Status.String(),
 		CreatedAt: FormatTime(created.Time), UpdatedAt: FormatTime(tx.UpdatedAt),
 	}, updatedMs: tx.UpdatedAt}
 	if reason != "" {
@@ -151,7 +151,7 @@ func build(tx aggregates.Tx, reason string, created events.Event, txID, secret, 
 			return Record{}, false
 		}
 		r.BankID, r.Bank, r.UserID, r.Name, r.UserName = p.BankID, p.BankCode, p.UserID, p.Name, p.UserName
-		r.ConvertedName, r.IdentifierKind = p.ConvertedName, p.IdentifierKind
+		r.ProcessID, r.ConvertedName, r.IdentifierKind = p.ProcessID, p.ConvertedName, p.IdentifierKind
 		exp := FormatTime(p.ExpiresAt)
 		r.expiresMs = p.ExpiresAt
 		d := &DepositFields{BankName: p.BankName, BankAccountName: p.AccountName, BankAccountIban: p.AccountNumber,
@@ -171,7 +171,7 @@ func build(tx aggregates.Tx, reason string, created events.Event, txID, secret, 
 			return Record{}, false
 		}
 		r.BankID, r.Bank, r.UserID, r.Name, r.UserName = p.BankID, p.BankCode, p.UserID, p.Name, p.UserName
-		r.ConvertedName, r.IdentifierKind = p.ConvertedName, p.IdentifierKind
+		r.ProcessID, r.ConvertedName, r.IdentifierKind = p.ProcessID, p.ConvertedName, p.IdentifierKind
 		r.Withdrawal = &WithdrawalFields{AccountName: p.AccountName, IBAN: p.IBAN}
 	default:
 		return Record{}, false

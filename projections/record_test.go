@@ -23,7 +23,7 @@ func TestBuildRecordShapes(t *testing.T) {
 		BankCode: "ZC", BankName: "ZainCash", IdentifierKind: "PHONE", Amount: 25000, UserID: "u1", UserName: "ali",
 		Name: "Ali", ConvertedName: "ali", Lang: "en", AccountName: "Store", AccountNumber: "07801234567",
 		ExpiresAt: 1_700_001_800_000, HostedToken: "tok"}}
-	tx := aggregates.Tx{ProcessID: "p1", Kind: aggregates.KindDeposit, Status: aggregates.StatusApproved, Amount: 24000,
+	tx := aggregates.Tx{Kind: aggregates.KindDeposit, Status: aggregates.StatusApproved, Amount: 24000,
 		Requested: 25000, UpdatedAt: 1_700_000_100_000}
 	r, ok := build(tx, "", dep, "s1-1", "sec", "https://pay.example")
 	require.True(t, ok)

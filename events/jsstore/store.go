@@ -65,9 +65,12 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		DenyDelete:  true,
 		DenyPurge:   true,
 		AllowDirect: true,
-		Duplicates:  2 * time.Minute,
-		Replicas:    o.Replicas,
-		MaxMsgSize:  8 << 20,
+		// Message ids only make a timed-out append's retry idempotent;
+		// retries stop well within a minute (the ledger gives a commit
+		// 30 s), and the window's memory grows with the append rate.
+		Duplicates: time.Minute,
+		Replicas:   o.Replicas,
+		MaxMsgSize: 8 << 20,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", o.Stream, mapErr(err))
