@@ -31,19 +31,22 @@ const adminToken = "test-admin-token"
 // stack is one complete gateway (store connection, ledger, read models,
 // HTTP server) over a shared embedded JetStream server.
 type stack struct {
-	t      *testing.T
+	t      testing.TB
 	URL    string
 	Ledger *ledger.Ledger
 	srv    *httptest.Server
+	// closeConn closes the stack's NATS connection (the event store
+	// becomes unreachable for this stack only).
+	closeConn func()
 }
 
 // env is an embedded JetStream server in a temp dir.
 type env struct {
-	t  *testing.T
+	t  testing.TB
 	ns *server.Server
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir()})
 	require.NoError(t, err)
@@ -72,7 +75,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, led.WaitReady(rctx))
-	st := &stack{t: t, Ledger: led}
+	st := &stack{t: t, Ledger: led, closeConn: nc.Close}
 	srv := httptest.NewUnstartedServer(nil)
 	st.srv = srv
 	srv.Start()
@@ -105,12 +108,12 @@ type resp struct {
 	Raw          []byte
 }
 
-func (r resp) decode(t *testing.T, v any) {
+func (r resp) decode(t testing.TB, v any) {
 	t.Helper()
 	require.NoError(t, json.Unmarshal(r.Data, v), "data: %s", r.Raw)
 }
 
-func do(t *testing.T, req *http.Request) resp {
+func do(t testing.TB, req *http.Request) resp {
 	t.Helper()
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

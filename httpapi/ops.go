@@ -100,6 +100,13 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		if errors.As(err, &te) {
 			return errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
 		}
+		// encoding/json has no typed error for DisallowUnknownFields; its
+		// message is `json: unknown field "name"`. Name the field.
+		if _, q, ok := strings.Cut(err.Error(), "unknown field "); ok {
+			if name, uerr := strconv.Unquote(q); uerr == nil {
+				return errBad("invalid_request", name, name+" is not a field of this call")
+			}
+		}
 		return errBad("invalid_request", "", "the body is not valid JSON for this call: "+err.Error())
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -404,7 +411,11 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if b.Code != nil || b.IdentifierKind != nil {
-		s.writeErr(w, r, errBad("invalid_request", "code", "code and identifierKind cannot change; create a new method"))
+		field := "code"
+		if b.Code == nil {
+			field = "identifierKind"
+		}
+		s.writeErr(w, r, errBad("invalid_request", field, "code and identifierKind cannot change; create a new method"))
 		return
 	}
 	id := chi.URLParam(r, "id")

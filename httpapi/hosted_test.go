@@ -1,0 +1,154 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// page fetches a hosted page without any credentials.
+func fetchPage(t *testing.T, u string) (int, http.Header, string) {
+	t.Helper()
+	res, err := http.Get(u)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, res.Header, string(b)
+}
+
+func TestHostedPage(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	banks := s.seedBanks()
+	st := s.newSite(map[string]any{"hostedPage": true}, 0)
+
+	type dep struct {
+		rec   record
+		token string
+	}
+	create := func(t *testing.T, pid, user, lang string, amount int64) dep {
+		f := depositForm("ZAINCASH", pid, user, amount)
+		if lang != "" {
+			f.Set("lang", lang)
+		}
+		d := rec(t, s.post(st, pathDeposit, f))
+		require.NotNil(t, d.URL, "hosted page url")
+		prefix := s.URL + "/pay/" + d.TransactionID + "?t="
+		require.True(t, strings.HasPrefix(*d.URL, prefix), "url %s", *d.URL)
+		tok := strings.TrimPrefix(*d.URL, prefix)
+		require.GreaterOrEqual(t, len(tok), 22, "token is unguessable")
+		require.Equal(t, url.QueryEscape(tok), tok, "token needs no escaping")
+		return dep{d, tok}
+	}
+
+	cases := []struct {
+		lang, wantLang, dir, bankName, pending string
+		amount                                 int64
+	}{
+		{"en", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 25000},
+		{"ar", "ar", "rtl", "ZAINCASH ar", "بانتظار تحويلك", 31337},
+		{"ku", "ku", "rtl", "ZAINCASH ku", "چاوەڕێی گواستنەوەکەتین", 1000},
+		{"fr", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 999999},
+		{"", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 4000},
+	}
+	var deps []dep
+	for i, c := range cases {
+		t.Run("lang "+c.lang, func(t *testing.T) {
+			d := create(t, "h-"+c.lang, "hu"+itoa(int64(i)), c.lang, c.amount)
+			deps = append(deps, d)
+			code, hdr, body := fetchPage(t, *d.rec.URL)
+			require.Equal(t, 200, code, body)
+			require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
+			require.Equal(t, "no-store", hdr.Get("Cache-Control"))
+			require.Contains(t, body, `<html lang="`+c.wantLang+`" dir="`+c.dir+`">`)
+			require.Contains(t, body, `id="amount">`+itoa(c.amount)+`<`)
+			require.Contains(t, body, `id="name">`+d.rec.BankAccountName+`<`)
+			require.Contains(t, body, `id="number">07801234567<`)
+			require.Contains(t, body, c.bankName)
+			require.Contains(t, body, c.pending)
+			require.Contains(t, body, "data-copy=")
+			require.Contains(t, body, `data-expires="`)
+		})
+	}
+	require.Len(t, deps, len(cases))
+	first := deps[0]
+
+	t.Run("wrong or missing token", func(t *testing.T) {
+		id := first.rec.TransactionID
+		bad := []string{
+			s.URL + "/pay/" + id,
+			s.URL + "/pay/" + id + "?t=",
+			s.URL + "/pay/" + id + "?t=" + first.token[:len(first.token)-1],
+			s.URL + "/pay/" + id + "?t=" + first.token + "x",
+			s.URL + "/pay/" + id + "?t=" + strings.ToUpper(first.token),
+			s.URL + "/pay/" + id + "?t=" + deps[1].token, // another deposit's token
+			s.URL + "/pay/" + deps[1].rec.TransactionID + "?t=" + first.token,
+			s.URL + "/pay/" + st.ID + "-zz?t=" + first.token,
+			s.URL + "/pay/nope?t=" + first.token,
+			s.URL + "/pay/?t=" + first.token,
+		}
+		for _, u := range bad {
+			code, _, body := fetchPage(t, u)
+			require.Equal(t, 404, code, "%s: %s", u, body)
+			require.NotContains(t, body, "07801234567", "404 shows nothing of the deposit")
+			require.NotContains(t, body, itoa(first.rec.Amount))
+		}
+	})
+
+	t.Run("withdrawals have no page", func(t *testing.T) {
+		funded := s.newSite(map[string]any{"hostedPage": true}, 100000)
+		w := rec(t, s.post(funded, pathWithdraw, withdrawForm("ZAINCASH", "hw", "u1", 1000, "07712345678")))
+		require.NotContains(t, dataKeys(t, s.get(funded, "/v1/transactions/"+w.TransactionID, "")), "url")
+		code, _, _ := fetchPage(t, s.URL+"/pay/"+w.TransactionID+"?t=x")
+		require.Equal(t, 404, code)
+	})
+
+	t.Run("site without hostedPage", func(t *testing.T) {
+		plain := s.newSite(nil, 0)
+		d := rec(t, s.post(plain, pathDeposit, depositForm("ZAINCASH", "np", "u1", 5000)))
+		require.Nil(t, d.URL)
+		code, _, _ := fetchPage(t, s.URL+"/pay/"+d.TransactionID+"?t=x")
+		require.Equal(t, 404, code)
+	})
+
+	t.Run("final states", func(t *testing.T) {
+		en, ar, ku := deps[0], deps[1], deps[2]
+		a := rec(t, s.ops("POST", "/ops/v1/deposits/"+en.rec.TransactionID+"/approve", map[string]any{"amount": 24000}))
+		require.Equal(t, *en.rec.URL, *a.URL, "the url does not change")
+		code, _, body := fetchPage(t, *en.rec.URL)
+		require.Equal(t, 200, code)
+		require.Contains(t, body, "Your deposit was received and approved.")
+		require.NotContains(t, body, "Waiting for your transfer")
+		require.NotContains(t, body, `id="number"`, "a final page no longer asks for a transfer")
+		require.NotContains(t, body, `http-equiv="refresh"`)
+
+		requireOK(t, s.ops("POST", "/ops/v1/deposits/"+ar.rec.TransactionID+"/approve", nil))
+		_, _, body = fetchPage(t, *ar.rec.URL)
+		require.Contains(t, body, "تم استلام إيداعك والموافقة عليه.")
+		require.Contains(t, body, `dir="rtl"`)
+
+		requireOK(t, s.ops("POST", "/ops/v1/deposits/"+ku.rec.TransactionID+"/reject", map[string]any{"reason": "none"}))
+		_, _, body = fetchPage(t, *ku.rec.URL)
+		require.Contains(t, body, "ئەم پارەدانانە ڕەتکرایەوە.")
+		require.NotContains(t, body, `id="amount"`)
+	})
+
+	t.Run("recipient text is escaped", func(t *testing.T) {
+		r := s.ops("POST", "/ops/v1/banks", map[string]any{"code": "ESC", "name": map[string]string{"en": "<i>Esc</i>"},
+			"identifierKind": "USERNAME", "minAmount": 1000, "maxAmount": 100000, "deposit": true, "withdraw": false,
+			"accounts": []map[string]string{{"accountName": `A&B <script>alert(1)</script>`, "accountNumber": `x"y`}}})
+		requireOK(t, r)
+		d := rec(t, s.post(st, pathDeposit, depositForm("ESC", "esc", "esc-user", 5000)))
+		_, _, body := fetchPage(t, *d.URL)
+		require.NotContains(t, body, "<script>alert(1)")
+		require.NotContains(t, body, "<i>Esc</i>")
+		require.Contains(t, body, "A&amp;B &lt;script&gt;alert(1)&lt;/script&gt;")
+		require.Contains(t, body, "&lt;i&gt;Esc&lt;/i&gt;")
+	})
+	_ = banks
+}

@@ -1,0 +1,81 @@
+package httpapi_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gateway/events/jsstore"
+	"gateway/httpapi"
+	"gateway/ledger"
+	"gateway/projections"
+)
+
+// TestUnavailableNothingRecordedAfterOutage stops the NATS server (reached
+// over TCP, as an external cluster is), sends a deposit, which is answered
+// 503 unavailable, brings the server back and checks the contract's promise
+// for 503: "nothing was recorded".
+//
+// KNOWN BUG (reported, not fixed here: it is in ledger and events/jsstore):
+// the ledger keeps retrying the append for up to 30 s after the caller was
+// answered 503, so the deposit IS recorded once the server is back. The
+// test is skipped unless GATEWAY_TEST_KNOWN_BUGS=1.
+func TestUnavailableNothingRecordedAfterOutage(t *testing.T) {
+	if os.Getenv("GATEWAY_TEST_KNOWN_BUGS") == "" {
+		t.Skip("known bug: a 503 deposit is recorded when the store comes back; set GATEWAY_TEST_KNOWN_BUGS=1")
+	}
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir, Listen: addr})
+	require.NoError(t, err)
+	nc, err := jsstore.Connect("nats://"+addr, "outage")
+	require.NoError(t, err)
+	ctx := context.Background()
+	store, err := jsstore.Open(ctx, nc, jsstore.Options{})
+	require.NoError(t, err)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	led := ledger.New(store, ledger.Config{Logger: log})
+	require.NoError(t, led.Start(ctx))
+	require.NoError(t, led.WaitReady(ctx))
+	srv := httptest.NewServer(nil)
+	srv.Config.Handler = httpapi.New(httpapi.Config{Ledger: led, Reader: projections.NewReader(led, store, srv.URL),
+		AdminToken: adminToken, AppVersion: "test", StoreReady: store.Ping, Logger: log, RequestTimeout: 2 * time.Second})
+	var ns2 interface{ Shutdown() }
+	t.Cleanup(func() {
+		srv.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = led.Close(cctx)
+		nc.Close()
+		if ns2 != nil {
+			ns2.Shutdown()
+		}
+	})
+	s := &stack{t: t, URL: srv.URL, Ledger: led}
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	requireErr(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "outage", "u1", 25000)), 503, "unavailable", "")
+
+	back, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir, Listen: addr})
+	require.NoError(t, err)
+	ns2 = back
+	// A later command of the site queues behind the one still in flight,
+	// so once it is answered the outcome of the first is settled.
+	require.Eventually(t, func() bool {
+		return s.ops("POST", "/ops/v1/sites/"+st.ID+"/adjustments", map[string]any{"amount": 1, "reason": "probe"}).HTTP == 200
+	}, 60*time.Second, 500*time.Millisecond)
+	requireErr(t, s.get(st, "/v1/transactions", "processId=outage"), 404, "not_found", "")
+}
