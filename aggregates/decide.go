@@ -455,7 +455,9 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 		}
 		// The pending deposit is past its expiry but the sweep has not
 		// reached it yet: expire it now so the user is not blocked.
-		out = append(out, ev(&events.DepositExpired{TxID: TxID(s.ID, i)}))
+		exp := ev(&events.DepositExpired{TxID: TxID(s.ID, i)})
+		exp.Actor = events.ActorSystem
+		out = append(out, exp)
 	}
 	b := c.Bank
 	acct := b.Accounts[s.rotation[b.ID]%uint64(len(b.Accounts))]

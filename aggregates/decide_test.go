@@ -1272,6 +1272,9 @@ func TestAlreadyPending(t *testing.T) {
 			}
 			assert.False(t, d.AlreadyPending)
 			assert.Equal(t, eventNames(d.Events), tc.wantEvents)
+			if d.Events[0].Name == events.DepositExpiredName {
+				assert.Equal(t, events.ActorSystem, d.Events[0].Actor, "an expiry is the system's doing, not the merchant's")
+			}
 			assert.Equal(t, int32(1), d.Tx)
 			if len(tc.wantEvents) == 2 {
 				assert.Equal(t, &events.DepositExpired{TxID: tx(first)}, d.Events[0].Payload)

@@ -8,6 +8,7 @@
 package events
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -89,6 +90,11 @@ type wireEvent struct {
 type wireMessage struct {
 	Version int         `msgpack:"v"`
 	Events  []wireEvent `msgpack:"e"`
+	// Nonce makes every sealed message unique, so a writer that lost an
+	// acknowledgement can recognise its own message on the subject even
+	// when another writer decided byte-identical events in the same
+	// millisecond. It is not part of any event or hash.
+	Nonce []byte `msgpack:"w,omitempty"`
 }
 
 const messageVersion = 1
@@ -98,7 +104,10 @@ const messageVersion = 1
 // returns the message bytes and the chain hash of the last event, which the
 // next message of the subject must start from.
 func Seal(prev [32]byte, evs []Event) ([]byte, [32]byte, error) {
-	m := wireMessage{Version: messageVersion, Events: make([]wireEvent, len(evs))}
+	m := wireMessage{Version: messageVersion, Events: make([]wireEvent, len(evs)), Nonce: make([]byte, 8)}
+	if _, err := rand.Read(m.Nonce); err != nil {
+		return nil, prev, fmt.Errorf("seal: %w", err)
+	}
 	for i := range evs {
 		e := &evs[i]
 		data, err := msgpack.Marshal(e.Payload)

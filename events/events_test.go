@@ -74,3 +74,20 @@ func TestDecode_errors(t *testing.T) {
 		})
 	}
 }
+
+func TestSealIsUniquePerMessage(t *testing.T) {
+	evs := func() []Event {
+		return []Event{{Name: TreasuryAdjustedName, Time: 1, Actor: "op-1", Payload: &TreasuryAdjusted{Amount: 5, Reason: "r"}}}
+	}
+	a, ha, err := Seal([32]byte{}, evs())
+	require.NoError(t, err)
+	b, hb, err := Seal([32]byte{}, evs())
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b, "two writers' identical decisions must not produce identical messages")
+	assert.Equal(t, ha, hb, "the nonce is not part of the hash chain")
+	da, err := Decode(a)
+	require.NoError(t, err)
+	db, err := Decode(b)
+	require.NoError(t, err)
+	assert.Equal(t, da[0].Payload, db[0].Payload)
+}

@@ -51,6 +51,11 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 			return
 		}
 		siteID, cfg, ok := s.cfg.Ledger.SiteByAppKey(appKey)
+		if !ok && s.cfg.Ledger.CatchUp(r.Context()) == nil {
+			// The site may have just been created through another
+			// gateway process.
+			siteID, cfg, ok = s.cfg.Ledger.SiteByAppKey(appKey)
+		}
 		if !ok {
 			s.writeErr(w, r, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"})
 			return
@@ -230,7 +235,7 @@ func (f form) amount() (int64, error) {
 	return n, nil
 }
 
-func (s *Server) request(f form) (aggregates.Request, error) {
+func (s *Server) request(ctx context.Context, f form) (aggregates.Request, error) {
 	amt, err := f.amount()
 	if err != nil {
 		return aggregates.Request{}, err
@@ -241,7 +246,12 @@ func (s *Server) request(f form) (aggregates.Request, error) {
 	}
 	req := aggregates.Request{ProcessID: f.get("processId"), Amount: amt, UserID: f.get("userId"),
 		UserName: f.get("userName"), Name: f.get("name"), BankRef: ref}
-	if b, ok := s.cfg.Ledger.Catalog().Resolve(ref); ok {
+	b, ok := s.cfg.Ledger.Catalog().Resolve(ref)
+	if !ok && s.cfg.Ledger.CatchUp(ctx) == nil {
+		// The method may have just been created through another process.
+		b, ok = s.cfg.Ledger.Catalog().Resolve(ref)
+	}
+	if ok {
 		req.Bank = b
 	}
 	return req, nil
@@ -253,7 +263,7 @@ func (s *Server) createDeposit(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	req, err := s.request(f)
+	req, err := s.request(r.Context(), f)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -268,7 +278,7 @@ func (s *Server) createWithdrawal(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	req, err := s.request(f)
+	req, err := s.request(r.Context(), f)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -280,8 +290,7 @@ func (s *Server) createWithdrawal(w http.ResponseWriter, r *http.Request) {
 // with its record.
 func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.Command) {
 	ri := info(r)
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := r.Context()
 	res, err := s.cfg.Ledger.Execute(ctx, ri.siteID, cmd, events.ActorMerchant)
 	if err != nil {
 		s.writeErr(w, r, err)

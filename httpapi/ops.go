@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -172,8 +171,7 @@ func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
 	id := "s" + randomBase32(8)
 	cmd := aggregates.CreateSite{AppKey: "ak_" + randomBase32(15), Secret: randomSecret(),
 		WebhookSecret: newWebhookSecret(), Settings: b.settings()}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := r.Context()
 	if _, err := s.cfg.Ledger.Execute(ctx, id, cmd, info(r).actor); err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -233,8 +231,7 @@ func (s *Server) updateSite(w http.ResponseWriter, r *http.Request) {
 // run executes a site command on behalf of the authenticated operator and
 // returns the record of the transaction it concerned, if any.
 func (s *Server) run(r *http.Request, siteID string, cmd aggregates.Command) (projections.Record, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := r.Context()
 	lr, err := s.cfg.Ledger.Execute(ctx, siteID, cmd, info(r).actor)
 	if err != nil || lr.Decision.Tx < 0 {
 		return projections.Record{}, err
@@ -419,9 +416,12 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := chi.URLParam(r, "id")
-	if bk, ok := s.cfg.Ledger.Catalog().Resolve(id); ok {
-		id = bk.ID
+	bk, ok := s.cfg.Ledger.Catalog().Resolve(id)
+	if !ok {
+		s.writeErr(w, r, &apiError{status: 404, code: "not_found", field: "id", message: "no method with this _id or code"})
+		return
 	}
+	id = bk.ID
 	cmd := aggregates.UpdateBank{ID: id, Name: b.Name, MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit,
 		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled}
 	s.catalogCommand(w, r, id, func(c *aggregates.Catalog) ([]events.Event, error) {
@@ -430,8 +430,7 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id string, decide func(*aggregates.Catalog) ([]events.Event, error)) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
+	ctx := r.Context()
 	if err := s.cfg.Ledger.ExecuteCatalog(ctx, decide); err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -28,7 +28,7 @@ type Config struct {
 	AppVersion string
 	// StoreReady reports whether the event store answers (for /readyz).
 	StoreReady func(ctx context.Context) error
-	// RequestTimeout bounds one command's wait for the store.
+	// RequestTimeout bounds a request's waits on the ledger and the store.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
 }
@@ -57,7 +57,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(time.Now)}
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.recoverer)
+	r.Use(withRequestID, s.recoverer, s.deadline)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, &apiError{status: 404, code: "not_found", message: "no such endpoint"})
 	})
@@ -92,6 +92,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.writeData(w, r, map[string]any{"status": "ready", "sequence": s.cfg.Ledger.Followed()})
+}
+
+// deadline bounds every request's waits on the ledger and the store, reads
+// included: a store that does not answer gets a 503, not a hung client.
+func (s *Server) deadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // recoverer turns a panic into a 500 in the envelope; the ledger is never

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,15 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+)
+
+// Commit timing. A batch is given until the latest deadline of its callers
+// (at most maxCommitTime); when its append fails, resolveTime is spent
+// finding out whether the message was stored anyway before anyone is
+// answered.
+const (
+	maxCommitTime = 30 * time.Second
+	resolveTime   = 5 * time.Second
 )
 
 // commit decides a batch against the site's state and appends the events as
@@ -19,11 +29,11 @@ import (
 func (l *Ledger) commit(e *entry, batch []*op) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), batchDeadline(batch))
 	defer cancel()
 	if e.behind {
 		if err := l.catchUpLocked(ctx, e); err != nil {
-			fail(batch, err)
+			fail(batch, fmt.Errorf("%w: %v", events.ErrUnavailable, err))
 			return
 		}
 	}
@@ -36,18 +46,36 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 			if errors.Is(err, events.ErrConflict) {
 				err = fmt.Errorf("site %s: %d conflicting attempts: %w", e.id, attempt+1, events.ErrUnavailable)
 			}
-			// The outcome of a failed append may be unknown: read the
-			// stream before the next decision.
 			e.behind = true
 			fail(batch, err)
 			return
 		}
 		if err := l.catchUpLocked(ctx, e); err != nil {
 			e.behind = true
-			fail(batch, err)
+			fail(batch, fmt.Errorf("%w: %v", events.ErrUnavailable, err))
 			return
 		}
 	}
+}
+
+// batchDeadline is the latest deadline among the callers still waiting,
+// capped: no caller waits for an append that outlives every request.
+func batchDeadline(batch []*op) time.Time {
+	limit := time.Now().Add(maxCommitTime)
+	var latest time.Time
+	for _, o := range batch {
+		d, ok := o.ctx.Deadline()
+		if !ok {
+			return limit
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	if latest.After(limit) {
+		return limit
+	}
+	return latest
 }
 
 func fail(batch []*op, err error) {
@@ -64,10 +92,10 @@ func (l *Ledger) tryCommit(ctx context.Context, e *entry, batch []*op) error {
 	var all []events.Event
 	for _, o := range batch {
 		o.res, o.err = Result{}, nil
-		if o.ctx.Err() != nil {
+		if !o.claim() {
 			// The caller gave up before the decision: do not commit
 			// something nobody will be told about.
-			o.res.Decision.Tx, o.err = -1, fmt.Errorf("%w: %v", events.ErrUnavailable, o.ctx.Err())
+			o.res.Decision.Tx, o.err = -1, fmt.Errorf("%w: caller gave up", events.ErrUnavailable)
 			continue
 		}
 		d, err := s.Decide(o.cmd, now, o.actor)
@@ -88,7 +116,11 @@ func (l *Ledger) tryCommit(ctx context.Context, e *entry, batch []*op) error {
 			s.Rollback()
 			return err
 		}
-		seq, err = l.store.Append(ctx, events.SiteSubject(e.id), s.Seq, data)
+		expect := s.Seq
+		seq, err = l.store.Append(ctx, events.SiteSubject(e.id), expect, data)
+		if err != nil {
+			seq, err = l.resolve(events.SiteSubject(e.id), expect, data, err)
+		}
 		if err != nil {
 			s.Rollback()
 			return err
@@ -96,6 +128,13 @@ func (l *Ledger) tryCommit(ctx context.Context, e *entry, batch []*op) error {
 		s.Commit(seq, last)
 	} else {
 		s.Rollback()
+		// Nothing was appended, so no expected-sequence check has proved
+		// the state current. Refusals and repeats answered from a state
+		// another process has moved on from would be wrong: check that
+		// the subject has nothing newer first.
+		if err := l.fresh(ctx, e); err != nil {
+			return err
+		}
 	}
 	l.published(e)
 	for _, o := range batch {
@@ -109,6 +148,42 @@ func (l *Ledger) tryCommit(ctx context.Context, e *entry, batch []*op) error {
 			o.res.Tx = s.Txs[i]
 			o.res.Reason = s.Reason(i)
 		}
+	}
+	return nil
+}
+
+// resolve finds out, after a failed append, whether the message was stored
+// anyway: an attempt whose acknowledgement was lost and whose retry then
+// conflicted with itself, or a timeout after the server had stored it. The
+// message after expect on the subject settles it: ours (the same bytes,
+// which carry a hash chain and timestamps no other writer produces), another
+// writer's (a conflict to retry), or none (not stored). It returns the
+// message's sequence when ours was stored, and ErrUnavailable when the
+// store cannot tell.
+func (l *Ledger) resolve(subject string, expect uint64, data []byte, appendErr error) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTime)
+	defer cancel()
+	m, err := l.store.Next(ctx, subject, expect+1)
+	switch {
+	case errors.Is(err, events.ErrNotFound):
+		return 0, appendErr
+	case err != nil:
+		return 0, fmt.Errorf("append outcome unknown (%v): %w", appendErr, events.ErrUnavailable)
+	case bytes.Equal(m.Data, data):
+		return m.Seq, nil
+	}
+	return 0, fmt.Errorf("%s: another writer appended at %d: %w", subject, m.Seq, events.ErrConflict)
+}
+
+// fresh returns ErrConflict when the site's subject has messages the state
+// has not applied.
+func (l *Ledger) fresh(ctx context.Context, e *entry) error {
+	last, err := l.store.LastFor(ctx, events.SiteSubject(e.id))
+	if err != nil {
+		return fmt.Errorf("%w: %v", events.ErrUnavailable, err)
+	}
+	if last != e.state.Seq {
+		return events.ErrConflict
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type Store interface {
 	Get(ctx context.Context, seq uint64) (events.Msg, error)
 	Next(ctx context.Context, subject string, seq uint64) (events.Msg, error)
 	LastSeq(ctx context.Context) (uint64, error)
+	LastFor(ctx context.Context, subject string) (uint64, error)
 	Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error
 	Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error
 	SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error
@@ -84,7 +85,7 @@ type Ledger struct {
 // decide to commit, so readers only ever see committed state.
 type entry struct {
 	id    string
-	mu    sync.Mutex
+	mu    ctxMutex
 	state *aggregates.Site
 	// applied mirrors state.Seq for lock-free skips in the follower.
 	applied atomic.Uint64
@@ -108,6 +109,27 @@ type op struct {
 	res   Result
 	err   error
 	done  chan struct{}
+	// state settles the race between a caller giving up and the
+	// committer taking the command: exactly one of them wins.
+	state atomic.Int32
+}
+
+const (
+	opQueued int32 = iota
+	opClaimed
+	opAbandoned
+)
+
+// claim reports whether the committer may decide the command: it was not
+// abandoned by its caller, whose context is still live.
+func (o *op) claim() bool {
+	if o.state.Load() == opClaimed {
+		return true
+	}
+	if o.ctx.Err() != nil {
+		o.state.CompareAndSwap(opQueued, opAbandoned)
+	}
+	return o.state.CompareAndSwap(opQueued, opClaimed)
 }
 
 // Result is the outcome of one command.
@@ -217,6 +239,26 @@ func (l *Ledger) Ready() bool { return l.ready.Load() }
 // Followed returns the stream sequence the follower has applied up to.
 func (l *Ledger) Followed() uint64 { return l.followed.Load() }
 
+// CatchUp waits until the follower has applied everything the stream held
+// when it was called: a site or method created through another gateway
+// process is then known here.
+func (l *Ledger) CatchUp(ctx context.Context) error {
+	last, err := l.store.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for l.followed.Load() < last {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 func (l *Ledger) checkReady() {
 	if !l.ready.Load() && l.followed.Load() >= l.target.Load() {
 		if l.ready.CompareAndSwap(false, true) {
@@ -292,7 +334,7 @@ func (l *Ledger) entry(id string, create bool) *entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e = l.sites[id]; e == nil {
-		e = &entry{id: id, state: aggregates.NewSite(id)}
+		e = &entry{id: id, mu: newCtxMutex(), state: aggregates.NewSite(id)}
 		l.sites[id] = e
 	}
 	return e
@@ -347,8 +389,15 @@ func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
 }
 
 // Sync brings one site up to the stream's current end, for read-your-writes
-// across gateway processes (a lookup that misses asks the stream first).
+// across gateway processes.
 func (l *Ledger) Sync(ctx context.Context, siteID string) error {
+	return l.ViewFresh(ctx, siteID, nil)
+}
+
+// ViewFresh brings one site up to the stream's current end and runs fn on
+// it under the same lock (fn may be nil). fn must not keep the pointer or do
+// I/O.
+func (l *Ledger) ViewFresh(ctx context.Context, siteID string, fn func(*aggregates.Site) error) error {
 	e := l.entry(siteID, false)
 	if e == nil {
 		// Only make an entry for a site the stream knows, so lookups of
@@ -361,9 +410,17 @@ func (l *Ledger) Sync(ctx context.Context, siteID string) error {
 		}
 		e = l.entry(siteID, true)
 	}
-	e.mu.Lock()
+	if err := e.mu.LockCtx(ctx); err != nil {
+		return fmt.Errorf("site %s busy: %w: %v", siteID, events.ErrUnavailable, err)
+	}
 	defer e.mu.Unlock()
-	return l.catchUpLocked(ctx, e)
+	if err := l.catchUpLocked(ctx, e); err != nil || fn == nil {
+		return err
+	}
+	if !e.state.Created() {
+		return aggregates.ErrSiteNotFound
+	}
+	return fn(e.state)
 }
 
 // Execute runs a command on a site and waits for its outcome. Commands for
@@ -393,10 +450,16 @@ func (l *Ledger) Execute(ctx context.Context, siteID string, cmd aggregates.Comm
 	case <-o.done:
 		return o.res, o.err
 	case <-ctx.Done():
-		// The command may still be committed; its outcome is then visible
-		// through a repeat of the same processId.
-		return Result{}, fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
 	}
+	if o.state.CompareAndSwap(opQueued, opAbandoned) {
+		// Not yet taken by the committer, and now it never will be.
+		return Result{Decision: aggregates.Decision{Tx: -1}}, fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
+	}
+	// Taken: its batch ends by the latest deadline of its callers (plus
+	// the time to resolve a failed append), and the answer must be what
+	// actually happened to it.
+	<-o.done
+	return o.res, o.err
 }
 
 // commitLoop drains a site's queue batch by batch until it is empty.

@@ -11,8 +11,11 @@ import (
 	"gateway/events"
 )
 
-// Snapshot names. A checkpoint P promises that every site snapshot reflects
-// all messages up to P, so start-up replays only from P+1.
+// Snapshot names. A checkpoint P promises that every site with messages up
+// to P has a snapshot. Snapshots live in one bucket that every gateway
+// process writes, so a process whose follower lags can overwrite a site's
+// snapshot with a state older than another process's checkpoint: start-up
+// replays from the oldest of the checkpoint and the site snapshots.
 const (
 	snapSitePrefix = "site-"
 	snapCheckpoint = "checkpoint"
@@ -31,6 +34,7 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	from := cp + 1
 	for _, n := range names {
 		id, ok := strings.CutPrefix(n, snapSitePrefix)
 		if !ok {
@@ -55,8 +59,12 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 		e.state, e.snapSeq = s, s.Seq
 		l.published(e)
 		e.mu.Unlock()
+		// Messages of other sites up to the checkpoint are skipped by
+		// the follower (their states are past them); this site's newer
+		// ones must be replayed.
+		from = min(from, s.Seq+1)
 	}
-	return cp + 1, nil
+	return from, nil
 }
 
 // Snapshot writes every site that changed since its last snapshot, then a
@@ -149,6 +157,9 @@ func (l *Ledger) ExecuteCatalog(ctx context.Context, decide CatalogCommand) erro
 			return err
 		}
 		seq, err := l.store.Append(ctx, events.CatalogSubject, c.Seq, data)
+		if err != nil {
+			seq, err = l.resolve(events.CatalogSubject, c.Seq, data, err)
+		}
 		if err == nil {
 			return l.applyCatalogLocked(events.Msg{Seq: seq, Subject: events.CatalogSubject, Data: data})
 		}
@@ -199,11 +210,19 @@ func (l *Ledger) SiteConfig(siteID string) (*aggregates.Config, bool) {
 // View runs fn on a site's committed state under its lock. fn must not keep
 // the pointer or do I/O.
 func (l *Ledger) View(siteID string, fn func(*aggregates.Site) error) error {
+	return l.ViewCtx(context.Background(), siteID, fn)
+}
+
+// ViewCtx is View giving up when ctx ends while the site is locked by an
+// append in flight.
+func (l *Ledger) ViewCtx(ctx context.Context, siteID string, fn func(*aggregates.Site) error) error {
 	e := l.entry(siteID, false)
 	if e == nil {
 		return aggregates.ErrSiteNotFound
 	}
-	e.mu.Lock()
+	if err := e.mu.LockCtx(ctx); err != nil {
+		return fmt.Errorf("site %s busy: %w: %v", siteID, events.ErrUnavailable, err)
+	}
 	defer e.mu.Unlock()
 	if !e.state.Created() {
 		return aggregates.ErrSiteNotFound

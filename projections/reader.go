@@ -64,12 +64,17 @@ func (r *Reader) ByProcessID(ctx context.Context, siteID, pid string) (Record, e
 }
 
 func (r *Reader) lookup(ctx context.Context, siteID string, find func(*aggregates.Site) (int32, bool)) (Record, error) {
-	// Catch the site up with the stream first: a transaction created or
-	// moved through another gateway process is then seen at once.
-	if err := r.ledger.Sync(ctx, siteID); err != nil {
-		return Record{}, err
-	}
-	snap, ok, err := r.find(siteID, find)
+	// The site is caught up with the stream first: a transaction created
+	// or moved through another gateway process is then seen at once.
+	var snap snapshot
+	var ok bool
+	err := r.ledger.ViewFresh(ctx, siteID, func(s *aggregates.Site) error {
+		var i int32
+		if i, ok = find(s); ok {
+			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: aggregates.TxID(siteID, i), secret: s.Cfg.Secret}
+		}
+		return nil
+	})
 	if err != nil {
 		return Record{}, err
 	}
@@ -77,19 +82,6 @@ func (r *Reader) lookup(ctx context.Context, siteID string, find func(*aggregate
 		return Record{}, aggregates.ErrNotFound
 	}
 	return r.record(ctx, snap, nil)
-}
-
-func (r *Reader) find(siteID string, find func(*aggregates.Site) (int32, bool)) (snapshot, bool, error) {
-	var snap snapshot
-	var ok bool
-	err := r.ledger.View(siteID, func(s *aggregates.Site) error {
-		var i int32
-		if i, ok = find(s); ok {
-			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: aggregates.TxID(siteID, i), secret: s.Cfg.Secret}
-		}
-		return nil
-	})
-	return snap, ok, err
 }
 
 // FromResult builds the record a command answered with. When the command
@@ -196,11 +188,8 @@ type Balance struct {
 
 // BalanceOf returns a site's treasury, caught up with the stream.
 func (r *Reader) BalanceOf(ctx context.Context, siteID string) (Balance, error) {
-	if err := r.ledger.Sync(ctx, siteID); err != nil {
-		return Balance{}, err
-	}
 	var b Balance
-	err := r.ledger.View(siteID, func(s *aggregates.Site) error {
+	err := r.ledger.ViewFresh(ctx, siteID, func(s *aggregates.Site) error {
 		b = Balance{Balance: s.Balance, PendingWithdrawals: s.PendingWithdrawals, NegativeLimit: s.Cfg.NegativeLimit,
 			Available: s.Available(), Currency: "IQD"}
 		return nil
@@ -261,7 +250,7 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 		if id == startSite {
 			from = startIdx
 		}
-		err := r.ledger.View(id, func(s *aggregates.Site) error {
+		err := r.ledger.ViewCtx(ctx, id, func(s *aggregates.Site) error {
 			for i := from; int(i) < len(s.Txs); i++ {
 				tx := &s.Txs[i]
 				if (f.Kind != 0 && tx.Kind != f.Kind) || (f.Status != 0 && tx.Status != f.Status) {

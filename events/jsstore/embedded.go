@@ -64,7 +64,7 @@ func RunServer(c ServerConfig) (*server.Server, error) {
 
 // ConnectInProcess connects to an embedded server without a socket.
 func ConnectInProcess(s *server.Server, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name(name), nats.MaxReconnects(-1))
+	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
 	if err != nil {
 		return nil, fmt.Errorf("connect embedded nats: %w", err)
 	}
@@ -73,9 +73,13 @@ func ConnectInProcess(s *server.Server, name string) (*nats.Conn, error) {
 
 // Connect connects to an external server or cluster (comma-separated URLs)
 // and keeps reconnecting for ever: the gateway answers 503 meanwhile.
+//
+// Publishes are never buffered while disconnected (ReconnectBufSize -1): a
+// buffered append would reach the stream after its caller was told it
+// failed.
 func Connect(urls, name string) (*nats.Conn, error) {
 	nc, err := nats.Connect(urls, nats.Name(name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(250*time.Millisecond))
+		nats.ReconnectWait(250*time.Millisecond), nats.ReconnectBufSize(-1))
 	if err != nil {
 		return nil, fmt.Errorf("connect nats %s: %w", urls, err)
 	}

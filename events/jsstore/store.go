@@ -7,8 +7,6 @@ package jsstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -65,9 +63,8 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		DenyDelete:  true,
 		DenyPurge:   true,
 		AllowDirect: true,
-		// Message ids only make a timed-out append's retry idempotent;
-		// retries stop well within a minute (the ledger gives a commit
-		// 30 s), and the window's memory grows with the append rate.
+		// Appends carry no message ids (the expected sequence is what
+		// makes them safe), so the duplicate window holds nothing.
 		Duplicates: time.Minute,
 		Replicas:   o.Replicas,
 		MaxMsgSize: 8 << 20,
@@ -89,11 +86,13 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 
 // Append stores data on subject only if the subject's last message is still
 // expectLast (0: the subject must be empty). It returns the new message's
-// stream sequence. A publish whose outcome is unknown (timeout) is retried
-// with the same message id, so the server's duplicate window turns a retry of
-// a stored message into its original acknowledgement.
+// stream sequence. A publish whose outcome is unknown (timeout) is retried;
+// if the first attempt was stored after all, the retry fails the
+// expected-sequence check and Append reports events.ErrConflict, so a caller
+// that sees a conflict must look at the subject to tell its own message from
+// another writer's (JetStream checks the expected sequence before message-id
+// deduplication, so ids would not settle it).
 func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
-	id := newMsgID()
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -102,8 +101,7 @@ func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, d
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		ack, err := s.js.Publish(actx, subject, data,
 			jetstream.WithExpectLastSequencePerSubject(expectLast),
-			jetstream.WithExpectStream(s.name),
-			jetstream.WithMsgID(id))
+			jetstream.WithExpectStream(s.name))
 		cancel()
 		if err == nil {
 			return ack.Sequence, nil
@@ -341,10 +339,4 @@ func mapErr(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %v", events.ErrUnavailable, err)
-}
-
-func newMsgID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -187,3 +187,21 @@ func TestStore_survivesRestart(t *testing.T) {
 	_, err = st.Append(ctx, events.SiteSubject("a"), 0, []byte("dup"))
 	assert.ErrorIs(t, err, events.ErrConflict)
 }
+
+// TestRetriedAppendConflictsWithItself shows what a writer sees when an
+// append it did not hear back from was stored: appending the same bytes at
+// the same expected sequence again is a conflict, and the message at the
+// next sequence is its own (the ledger settles unknown outcomes this way).
+func TestRetriedAppendConflictsWithItself(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	subj := events.SiteSubject("settle")
+	s1, err := st.Append(ctx, subj, 0, []byte("once"))
+	require.NoError(t, err)
+	_, err = st.Append(ctx, subj, 0, []byte("once"))
+	require.ErrorIs(t, err, events.ErrConflict)
+	m, err := st.Next(ctx, subj, 1)
+	require.NoError(t, err)
+	assert.Equal(t, s1, m.Seq)
+	assert.Equal(t, "once", string(m.Data))
+}
