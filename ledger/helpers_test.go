@@ -1,0 +1,317 @@
+package ledger_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/events/jsstore"
+	"gateway/ledger"
+)
+
+// Fixture names shared by the tests.
+const (
+	siteID   = "s1"
+	bankCode = "zain"
+	payee    = "07701234567" // a valid PHONE identifier
+)
+
+// waitFor is how long a polled condition may take before the test fails.
+// It only bounds waiting for something that must happen; nothing asserts
+// how fast it happens.
+const waitFor = 30 * time.Second
+
+// logBuffer collects the ledgers' warnings and errors, safe for concurrent
+// writers.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// env is one embedded JetStream server in a temp dir, shared by every store
+// and ledger a test opens. Ledgers log into logs; a ledger that logged an
+// error (a broken hash chain, a message it could not apply) fails the test.
+type env struct {
+	t    *testing.T
+	dir  string
+	srv  *server.Server
+	logs *logBuffer
+	log  *slog.Logger
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), logs: &logBuffer{}}
+	e.log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Registered first so it runs last, after every ledger has stopped.
+	t.Cleanup(func() {
+		if s := e.logs.String(); strings.Contains(s, "level=ERROR") {
+			t.Errorf("a ledger logged errors:\n%s", s)
+		}
+	})
+	e.startServer()
+	return e
+}
+
+// startServer starts (or restarts) the embedded server on the env's dir.
+func (e *env) startServer() {
+	e.t.Helper()
+	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: e.dir, SyncAlways: true})
+	require.NoError(e.t, err)
+	e.srv = srv
+	e.t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+}
+
+// stopServer shuts the embedded server down; the JetStream dir stays.
+func (e *env) stopServer() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// conn is one in-process connection and the store opened over it.
+type conn struct {
+	*jsstore.Store
+	close func()
+}
+
+// store opens a store over a new in-process connection of its own, as a
+// separate gateway process would.
+func (e *env) store(name string) conn {
+	e.t.Helper()
+	nc, err := jsstore.ConnectInProcess(e.srv, name)
+	require.NoError(e.t, err)
+	e.t.Cleanup(nc.Close)
+	st, err := jsstore.Open(context.Background(), nc, jsstore.Options{})
+	require.NoError(e.t, err)
+	return conn{Store: st, close: nc.Close}
+}
+
+// ledger starts a ledger over st and waits until it has caught up with the
+// stream. It is closed when the test ends.
+func (e *env) ledger(st ledger.Store, cfg ledger.Config) *ledger.Ledger {
+	e.t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = e.log
+	}
+	l := ledger.New(st, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	require.NoError(e.t, l.Start(ctx))
+	require.NoError(e.t, l.WaitReady(ctx))
+	e.t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.Close(cctx)
+	})
+	return l
+}
+
+// clock is a settable clock for ledger.Config.Now.
+type clock struct{ ms atomic.Int64 }
+
+func newClock(t time.Time) *clock {
+	c := &clock{}
+	c.ms.Store(t.UnixMilli())
+	return c
+}
+
+func (c *clock) Now() time.Time      { return time.UnixMilli(c.ms.Load()).UTC() }
+func (c *clock) Add(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+func (c *clock) Ahead(d time.Duration) func() time.Time {
+	return func() time.Time { return c.Now().Add(d) }
+}
+
+var epoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// setupCatalog creates the PHONE method every test uses.
+func setupCatalog(t *testing.T, l *ledger.Ledger) {
+	t.Helper()
+	err := l.ExecuteCatalog(context.Background(), func(c *aggregates.Catalog) ([]events.Event, error) {
+		return c.DecideCreateBank(aggregates.CreateBank{
+			ID: "bank-zain", Code: bankCode, Name: events.LocalizedName{En: "Zain Cash", Ar: "زين كاش", Ku: "Zain Cash"},
+			IdentifierKind: "PHONE", MinAmount: 1000, MaxAmount: 10_000_000, Deposit: true, Withdraw: true,
+			Accounts: []events.Account{
+				{AccountName: "Acme Trading", AccountNumber: "07700000001"},
+				{AccountName: "Acme Trading 2", AccountNumber: "07700000002"},
+			},
+		}, epoch, "admin")
+	})
+	require.NoError(t, err)
+}
+
+// createSite creates site id with the given negative limit and funds it
+// with fund (when non-zero).
+func createSite(t *testing.T, l *ledger.Ledger, id string, negativeLimit, fund int64) {
+	t.Helper()
+	ctx := context.Background()
+	name := "Site " + id
+	_, err := l.Execute(ctx, id, aggregates.CreateSite{AppKey: "app-" + id, Secret: "secret-" + id,
+		WebhookSecret: "whsec_" + id,
+		Settings:      aggregates.SiteSettings{Name: &name, NegativeLimit: &negativeLimit}}, "admin")
+	require.NoError(t, err)
+	if fund != 0 {
+		_, err = l.Execute(ctx, id, aggregates.AdjustTreasury{Amount: fund, Reason: "opening float"}, "admin")
+		require.NoError(t, err)
+	}
+}
+
+// setup creates the catalog and site s1 on l.
+func setup(t *testing.T, l *ledger.Ledger, negativeLimit, fund int64) {
+	t.Helper()
+	setupCatalog(t, l)
+	createSite(t, l, siteID, negativeLimit, fund)
+}
+
+// bank resolves the fixture method in l's catalog, waiting for l to have
+// followed the catalog when it was created through another ledger.
+func bank(t *testing.T, l *ledger.Ledger) *aggregates.Bank {
+	t.Helper()
+	var b *aggregates.Bank
+	eventually(t, "catalog has the method", func() bool {
+		var ok bool
+		b, ok = l.Catalog().Resolve(bankCode)
+		return ok
+	})
+	return b
+}
+
+func deposit(b *aggregates.Bank, pid, user string, amount int64) aggregates.RequestDeposit {
+	return aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: pid, Amount: amount, UserID: user,
+		UserName: "user " + user, Name: "Ali Hassan", Bank: b, BankRef: bankCode}, Lang: "en"}
+}
+
+func withdrawal(b *aggregates.Bank, pid, user string, amount int64) aggregates.RequestWithdrawal {
+	return aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: pid, Amount: amount, UserID: user,
+		UserName: "user " + user, Name: "Ali Hassan", Bank: b, BankRef: bankCode}, AccountName: "Ali Hassan", IBAN: payee}
+}
+
+// txID is the public id of transaction i of the fixture site.
+func txID(i int32) string { return aggregates.TxID(siteID, i) }
+
+// eventually polls cond until it holds or waitFor passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// caughtUp waits until l's follower has applied the stream as far as it
+// goes now.
+func caughtUp(t *testing.T, l *ledger.Ledger, st ledger.Store) {
+	t.Helper()
+	last, err := st.LastSeq(context.Background())
+	require.NoError(t, err)
+	eventually(t, fmt.Sprintf("the follower reaches %d", last), func() bool { return l.Followed() >= last })
+}
+
+// siteView is a copy of everything observable in a site's state.
+type siteView struct {
+	Seq       uint64
+	Hash      [32]byte
+	Balance   int64
+	Pending   int64
+	Available int64
+	Cfg       aggregates.Config
+	Txs       []aggregates.Tx
+	Reasons   []string
+	Pids      []string
+}
+
+func view(t *testing.T, l *ledger.Ledger, id string) siteView {
+	t.Helper()
+	var v siteView
+	require.NoError(t, l.View(id, func(s *aggregates.Site) error {
+		v = siteView{Seq: s.Seq, Hash: s.Hash, Balance: s.Balance, Pending: s.PendingWithdrawals,
+			Available: s.Available(), Cfg: *s.Cfg, Txs: append([]aggregates.Tx(nil), s.Txs...)}
+		for i := range s.Txs {
+			v.Reasons = append(v.Reasons, s.Reason(int32(i)))
+			pid := s.ProcessID(int32(i))
+			v.Pids = append(v.Pids, pid)
+			j, ok := s.ByProcessID(pid)
+			if !ok || j != int32(i) {
+				return fmt.Errorf("processId %q of tx %d resolves to %d, %v", pid, i, j, ok)
+			}
+		}
+		return nil
+	}))
+	return v
+}
+
+// messages returns the decoded messages of a site's subject, in order.
+func messages(t *testing.T, st *jsstore.Store, id string) ([]uint64, [][]events.Event) {
+	t.Helper()
+	var seqs []uint64
+	var all [][]events.Event
+	require.NoError(t, st.Read(context.Background(), events.SiteSubject(id), 1, func(m events.Msg) error {
+		evs, err := events.Decode(m.Data)
+		if err != nil {
+			return err
+		}
+		seqs = append(seqs, m.Seq)
+		all = append(all, evs)
+		return nil
+	}))
+	return seqs, all
+}
+
+// verifyChain checks the site's hash chain over every stored event and
+// returns the hash of the last one.
+func verifyChain(t *testing.T, st *jsstore.Store, id string) [32]byte {
+	t.Helper()
+	_, msgs := messages(t, st, id)
+	var prev [32]byte
+	for i, evs := range msgs {
+		for j, ev := range evs {
+			require.Equal(t, prev, ev.Prev, "message %d event %d (%s) does not chain onto its predecessor", i, j, ev.Name)
+			h, err := events.Hash(ev)
+			require.NoError(t, err)
+			prev = h
+		}
+	}
+	return prev
+}
+
+// run starts fn(i) for i in [0, n) on n goroutines released together, and
+// waits for all of them.
+func run(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}

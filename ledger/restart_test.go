@@ -1,0 +1,279 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/ledger"
+)
+
+// workload runs a mix of commands on the fixture site through l: deposits
+// approved, rejected, expired and left pending; withdrawals paid, rejected,
+// in processing and pending; settings and secret changes. tag keeps
+// processIds of several rounds apart.
+func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
+	t.Helper()
+	ctx := context.Background()
+	b := bank(t, l)
+	exec := func(cmd aggregates.Command, actor string) ledger.Result {
+		t.Helper()
+		r, err := l.Execute(ctx, siteID, cmd, actor)
+		require.NoError(t, err)
+		return r
+	}
+	pid := func(s string, i int) string { return fmt.Sprintf("%s-%s-%d", tag, s, i) }
+	var deps []string
+	for i := 0; i < 12; i++ {
+		r := exec(deposit(b, pid("d", i), pid("du", i), int64(1_000*(i+1))), events.ActorMerchant)
+		deps = append(deps, txID(r.Decision.Tx))
+	}
+	for i, id := range deps {
+		switch i % 4 {
+		case 0:
+			exec(aggregates.ApproveDeposit{TxID: id}, "op")
+		case 1:
+			exec(aggregates.ApproveDeposit{TxID: id, Amount: 999}, "op")
+		case 2:
+			exec(aggregates.RejectDeposit{TxID: id, Reason: "reason " + id}, "op")
+		}
+	}
+	var wds []string
+	for i := 0; i < 8; i++ {
+		r := exec(withdrawal(b, pid("w", i), pid("wu", i), int64(1_500*(i+1))), events.ActorMerchant)
+		wds = append(wds, txID(r.Decision.Tx))
+	}
+	for i, id := range wds {
+		switch i % 4 {
+		case 0:
+			exec(aggregates.ProcessWithdrawal{TxID: id}, "op")
+			exec(aggregates.PayWithdrawal{TxID: id, Reference: "bank-ref " + id}, "op")
+		case 1:
+			exec(aggregates.RejectWithdrawal{TxID: id, Reason: "bad account"}, "op")
+		case 2:
+			exec(aggregates.ProcessWithdrawal{TxID: id}, "op")
+		}
+	}
+	limit := int64(-20_000)
+	exec(aggregates.UpdateSite{Settings: aggregates.SiteSettings{NegativeLimit: &limit}}, "admin")
+	exec(aggregates.RotateSecret{Secret: "secret-" + tag, Overlap: time.Hour}, "admin")
+	exec(aggregates.AdjustTreasury{Amount: -3_000, Reason: "fee " + tag}, "admin")
+	// Deposits left pending now are expired by the clock.
+	clk.Add(time.Hour)
+	for i, id := range deps {
+		if i%4 == 3 {
+			exec(aggregates.ExpireDeposit{TxID: id}, events.ActorSystem)
+		}
+	}
+	// And a few fresh pending ones.
+	for i := 100; i < 103; i++ {
+		exec(deposit(b, pid("d", i), pid("du", i), 2_000), events.ActorMerchant)
+	}
+}
+
+// checkpoint returns the stored checkpoint's sequence (0 when none).
+func checkpoint(t *testing.T, st ledger.Store) uint64 {
+	t.Helper()
+	seq, _, err := st.LoadSnapshot(context.Background(), "checkpoint")
+	if err != nil {
+		require.ErrorIs(t, err, events.ErrNotFound)
+		return 0
+	}
+	return seq
+}
+
+// A ledger closed gracefully writes snapshots; a new ledger on the same
+// store, and one on a restarted server, come back to exactly the same
+// state, keep answering repeats with the same transactions and keep
+// appending with the right expectation.
+func TestLedger_restart_afterClose(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	clk := newClock(epoch)
+	st := e.store("first")
+	l1 := e.ledger(st, ledger.Config{Now: clk.Now})
+	setup(t, l1, 0, 200_000)
+	workload(t, l1, clk, "r1")
+	want := view(t, l1, siteID)
+	require.Len(t, want.Txs, 23)
+	require.NoError(t, l1.Close(ctx))
+
+	last, err := st.LastSeq(ctx)
+	require.NoError(t, err)
+	// The checkpoint is where the follower was, which may trail the
+	// ledger's own last appends by a message or two; those are replayed.
+	assert.NotZero(t, checkpoint(t, st))
+	assert.LessOrEqual(t, checkpoint(t, st), last)
+	names, err := st.ListSnapshots(ctx)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"checkpoint", "site-" + siteID}, names)
+
+	// Same store, new ledger: state from the snapshot alone.
+	l2 := e.ledger(st, ledger.Config{Now: clk.Now})
+	got := view(t, l2, siteID)
+	assert.Equal(t, want, got)
+	sid, cfg, ok := l2.SiteByAppKey("app-" + siteID)
+	require.True(t, ok)
+	assert.Equal(t, siteID, sid)
+	assert.Equal(t, "secret-r1", cfg.Secret)
+	assert.Equal(t, "secret-"+siteID, cfg.PrevSecret)
+	_, ok = l2.Catalog().Resolve(bankCode)
+	assert.True(t, ok, "the catalog is rebuilt too")
+
+	// A repeat is answered from the restored state with the same
+	// transaction and no new message.
+	b := bank(t, l2)
+	r, err := l2.Execute(ctx, siteID, deposit(b, "r1-d-5", "r1-du-5", 6_000), events.ActorMerchant)
+	require.NoError(t, err)
+	assert.True(t, r.Decision.Repeat)
+	assert.Equal(t, txID(5), txID(r.Decision.Tx))
+	assert.Equal(t, want.Txs[5], r.Tx)
+	// New commands append onto the restored state.
+	workload(t, l2, clk, "r2")
+	want2 := view(t, l2, siteID)
+	assert.Equal(t, verifyChain(t, st.Store, siteID), want2.Hash)
+	require.NoError(t, l2.Close(ctx))
+
+	// Restart the server on the same directory; a fresh connection and
+	// ledger find the same state.
+	st.close()
+	e.stopServer()
+	e.startServer()
+	st2 := e.store("after-restart")
+	l3 := e.ledger(st2, ledger.Config{Now: clk.Now})
+	assert.Equal(t, want2, view(t, l3, siteID))
+	r, err = l3.Execute(ctx, siteID, withdrawal(bank(t, l3), "r2-w-3", "r2-wu-3", 6_000), events.ActorMerchant)
+	require.NoError(t, err)
+	assert.True(t, r.Decision.Repeat)
+	_, err = l3.Execute(ctx, siteID, withdrawal(bank(t, l3), "after", "someone", 1_000), events.ActorMerchant)
+	require.NoError(t, err)
+	assert.Equal(t, verifyChain(t, st2.Store, siteID), view(t, l3, siteID).Hash)
+}
+
+// Without a final snapshot (a crash), a new ledger restores the last
+// snapshot and replays what came after it; with no snapshot at all it
+// replays everything. Both give the state of the ledger that wrote it.
+func TestLedger_restart_withoutClose(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	clk := newClock(epoch)
+	st := e.store("first")
+	l1 := e.ledger(st, ledger.Config{Now: clk.Now})
+	setup(t, l1, 0, 200_000)
+	workload(t, l1, clk, "r1")
+
+	// No snapshot yet: a second process replays the whole stream.
+	full := e.ledger(e.store("full"), ledger.Config{Now: clk.Now})
+	assert.Equal(t, view(t, l1, siteID), view(t, full, siteID))
+
+	require.NoError(t, l1.Snapshot(ctx))
+	cp := checkpoint(t, st)
+	require.NotZero(t, cp)
+	workload(t, l1, clk, "r2")
+	want := view(t, l1, siteID)
+	last, err := st.LastSeq(ctx)
+	require.NoError(t, err)
+	require.Greater(t, last, cp, "messages after the checkpoint must be replayed")
+
+	// l1 is abandoned as it is (no Close). A new process on its own
+	// connection restores the snapshot and replays the rest.
+	l2 := e.ledger(e.store("second"), ledger.Config{Now: clk.Now})
+	assert.Equal(t, want, view(t, l2, siteID))
+	// The replayed processIds are known: a repeat is not a new transaction.
+	r, err := l2.Execute(ctx, siteID, deposit(bank(t, l2), "r2-d-0", "r2-du-0", 1_000), events.ActorMerchant)
+	require.NoError(t, err)
+	assert.True(t, r.Decision.Repeat)
+
+	// The whole-history ledger followed all of it too.
+	caughtUp(t, full, st)
+	assert.Equal(t, want, view(t, full, siteID))
+}
+
+// gatedStore is a real store whose follower deliveries can be paused, to
+// make one gateway process's follower lag behind another's writes the way
+// it does for a moment under load, but deterministically.
+type gatedStore struct {
+	conn
+	gate atomic.Pointer[chan struct{}]
+}
+
+// Follow delivers as the store does, waiting while the gate is closed.
+func (g *gatedStore) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
+	return g.conn.Follow(ctx, filter, from, func(m events.Msg) {
+		if ch := g.gate.Load(); ch != nil {
+			select {
+			case <-*ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+		fn(m)
+	})
+}
+
+func (g *gatedStore) pause() {
+	ch := make(chan struct{})
+	g.gate.Store(&ch)
+}
+
+func (g *gatedStore) resume() {
+	if ch := g.gate.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+// Snapshots live in one bucket shared by every gateway process, and a
+// process writes the state it has. A process whose follower lags can
+// overwrite a site's snapshot with an older state after another process
+// checkpointed past it; the next start must still not lose the messages
+// in between (they must be replayed, not skipped).
+func TestLedger_restart_snapshotFromLaggingProcess(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	sx := e.store("x")
+	sy := &gatedStore{conn: e.store("y")}
+	x := e.ledger(sx, ledger.Config{})
+	y := e.ledger(sy, ledger.Config{})
+	t.Cleanup(sy.resume) // before y closes: its follower must not stay blocked
+	setup(t, x, 0, 100_000)
+	caughtUp(t, y, sy)
+	b := bank(t, x)
+
+	// y's follower stalls; x keeps writing and snapshots.
+	sy.pause()
+	for i := 0; i < 5; i++ {
+		_, err := x.Execute(ctx, siteID, withdrawal(b, fmt.Sprintf("w-%d", i), "u", 10_000), events.ActorMerchant)
+		require.NoError(t, err)
+	}
+	caughtUp(t, x, sx)
+	require.NoError(t, x.Snapshot(ctx))
+	// y snapshots the state it has, then x's next round checkpoints again.
+	require.NoError(t, y.Snapshot(ctx))
+	require.NoError(t, x.Snapshot(ctx))
+	sy.resume()
+	want := view(t, x, siteID)
+
+	z := e.ledger(e.store("z"), ledger.Config{})
+	assert.Equal(t, want, view(t, z, siteID), "a new process must see every stored withdrawal")
+
+	// The damage if it does not: once z follows one more message, its state
+	// claims to be current, and it decides on a treasury that has forgotten
+	// reservations and on processIds it does not know.
+	_, err := x.Execute(ctx, siteID, aggregates.AdjustTreasury{Amount: 1, Reason: "tick"}, "admin")
+	require.NoError(t, err)
+	caughtUp(t, z, sx)
+	r, err := z.Execute(ctx, siteID, withdrawal(bank(t, z), "w-0", "u", 10_000), events.ActorMerchant)
+	require.NoError(t, err)
+	assert.True(t, r.Decision.Repeat, "processId w-0 must not create a second transaction")
+	_, err = z.Execute(ctx, siteID, withdrawal(bank(t, z), "too-much", "u", 60_000), events.ActorMerchant)
+	assert.ErrorIs(t, err, aggregates.ErrInsufficientBalance, "50,000 of 100,001 is reserved already")
+	caughtUp(t, x, sx)
+	assert.Equal(t, view(t, x, siteID), view(t, z, siteID))
+}
