@@ -258,21 +258,19 @@ func (s *Server) request(ctx context.Context, f form) (aggregates.Request, error
 }
 
 func (s *Server) createDeposit(w http.ResponseWriter, r *http.Request) {
-	f, err := parseForm(r)
-	if err != nil {
-		s.writeErr(w, r, err)
-		return
-	}
-	req, err := s.request(r.Context(), f)
-	if err != nil {
-		s.writeErr(w, r, err)
-		return
-	}
-	cmd := aggregates.RequestDeposit{Request: req, SenderName: f.get("senderName"), Lang: f.get("lang"), HostedToken: newToken()}
-	s.execTx(w, r, cmd)
+	s.createTx(w, r, func(req aggregates.Request, f form) aggregates.Command {
+		return aggregates.RequestDeposit{Request: req, SenderName: f.get("senderName"), Lang: f.get("lang"), HostedToken: newToken()}
+	})
 }
 
 func (s *Server) createWithdrawal(w http.ResponseWriter, r *http.Request) {
+	s.createTx(w, r, func(req aggregates.Request, f form) aggregates.Command {
+		return aggregates.RequestWithdrawal{Request: req, AccountName: f.get("accountName"), IBAN: f.get("iban")}
+	})
+}
+
+// createTx parses a signed form into the command mk builds and runs it.
+func (s *Server) createTx(w http.ResponseWriter, r *http.Request, mk func(aggregates.Request, form) aggregates.Command) {
 	f, err := parseForm(r)
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -283,7 +281,7 @@ func (s *Server) createWithdrawal(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	s.execTx(w, r, aggregates.RequestWithdrawal{Request: req, AccountName: f.get("accountName"), IBAN: f.get("iban")})
+	s.execTx(w, r, mk(req, f))
 }
 
 // execTx runs a command that creates (or repeats) a transaction and answers

@@ -164,16 +164,9 @@ func (s *Store) LastFor(ctx context.Context, subject string) (uint64, error) {
 // with sequence ≥ from, in stream order, until no matching message is
 // pending. It is the bulk path: start-up replay, audits, rebuilds.
 func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
-	if from == 0 {
-		from = 1
-	}
-	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    from,
-	})
+	cons, err := s.ordered(ctx, filter, from)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", filter, mapErr(err))
+		return fmt.Errorf("read %s: %w", filter, err)
 	}
 	for {
 		// A no-wait fetch answers at once with what is pending; an empty
@@ -208,11 +201,8 @@ func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(ev
 	}
 }
 
-// Follow delivers every message matching filter from sequence from onwards,
-// now and as they are appended, until ctx ends. fn runs on one goroutine in
-// stream order; an ordered consumer recreates itself after a disconnect, so
-// a follower never skips or repeats a message.
-func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
+// ordered makes an ordered consumer of filter starting at sequence from.
+func (s *Store) ordered(ctx context.Context, filter string, from uint64) (jetstream.Consumer, error) {
 	if from == 0 {
 		from = 1
 	}
@@ -222,7 +212,19 @@ func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(
 		OptStartSeq:    from,
 	})
 	if err != nil {
-		return fmt.Errorf("follow %s: %w", filter, mapErr(err))
+		return nil, mapErr(err)
+	}
+	return cons, nil
+}
+
+// Follow delivers every message matching filter from sequence from onwards,
+// now and as they are appended, until ctx ends. fn runs on one goroutine in
+// stream order; an ordered consumer recreates itself after a disconnect, so
+// a follower never skips or repeats a message.
+func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
+	cons, err := s.ordered(ctx, filter, from)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", filter, err)
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
 	if err != nil {
