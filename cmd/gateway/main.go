@@ -227,6 +227,15 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		}()
 		defer dbg.Close()
 	}
+	// Deposits expire at their expiresAt; the first sweep, once the state
+	// has caught up, expires those that fell due while no gateway ran.
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		if led.WaitReady(ctx) == nil {
+			led.RunExpiry(ctx, time.Second)
+		}
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("gateway listening", "http", ln.Addr().String(), "publicURL", publicURL, "version", appVersion())
@@ -257,6 +266,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("drain incomplete", "err", err)
 	}
+	<-sweepDone
 	closeLedger()
 	log.Info("stopped")
 	return nil
