@@ -35,6 +35,8 @@ const (
 	WithdrawalRejectedName       = "withdrawal.rejected.v1"
 	BankCreatedName              = "bank.created.v1"
 	BankUpdatedName              = "bank.updated.v1"
+	OperatorCreatedName          = "operator.created.v1"
+	OperatorRevokedName          = "operator.revoked.v1"
 )
 
 // Actors that are not operators. Operator actions carry the operator's id.
@@ -49,7 +51,7 @@ type Payload interface {
 	EventName() string
 }
 
-// Event is one fact in a site's (or the catalog's) history.
+// Event is one fact in the history of a site, the catalog or the operators.
 type Event struct {
 	// Name is the payload's versioned name.
 	Name string
@@ -184,6 +186,10 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &BankCreated{}
 	case BankUpdatedName:
 		p = &BankUpdated{}
+	case OperatorCreatedName:
+		p = &OperatorCreated{}
+	case OperatorRevokedName:
+		p = &OperatorRevoked{}
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownEvent, name)
 	}

@@ -209,8 +209,30 @@ type BankUpdated struct {
 // EventName implements Payload.
 func (*BankUpdated) EventName() string { return BankUpdatedName }
 
+// OperatorCreated adds a named operator with a role. Only the SHA-256 of the
+// operator's bearer token is stored (hex): the token itself is shown once,
+// to the admin who created it, and is never written anywhere.
+type OperatorCreated struct {
+	ID        string `msgpack:"id"`
+	Name      string `msgpack:"name"`
+	Role      string `msgpack:"role"`
+	TokenHash string `msgpack:"tokenHash"`
+}
+
+// EventName implements Payload.
+func (*OperatorCreated) EventName() string { return OperatorCreatedName }
+
+// OperatorRevoked disables an operator's token for good; the event time is
+// when it stopped being accepted.
+type OperatorRevoked struct {
+	ID string `msgpack:"id"`
+}
+
+// EventName implements Payload.
+func (*OperatorRevoked) EventName() string { return OperatorRevokedName }
+
 // Subjects. One subject per site keeps its history totally ordered; the
-// catalog of methods has a subject of its own.
+// catalog of methods and the operators each have a subject of their own.
 const (
 	// StreamName is the ledger stream.
 	StreamName = "LEDGER"
@@ -220,6 +242,8 @@ const (
 	SitePrefix = "ledger.site."
 	// CatalogSubject holds the methods (banks) shared by all sites.
 	CatalogSubject = "ledger.catalog"
+	// OperatorsSubject holds the named operators and their roles.
+	OperatorsSubject = "ledger.operators"
 )
 
 // SiteSubject returns the subject of a site's history.

@@ -28,7 +28,9 @@ func TestOperatorsRaceOnOneTransaction(t *testing.T) {
 		start := make(chan struct{})
 		for k, call := range []func() resp{
 			func() resp { return a.ops("POST", "/ops/v1/deposits/"+id+"/approve", nil) },
-			func() resp { return b.ops("POST", "/ops/v1/deposits/"+id+"/reject", map[string]any{"reason": "no transfer"}) },
+			func() resp {
+				return b.ops("POST", "/ops/v1/deposits/"+id+"/reject", map[string]any{"reason": "no transfer"})
+			},
 		} {
 			wg.Add(1)
 			go func(k int, call func() resp) {

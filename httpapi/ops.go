@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -30,51 +31,225 @@ const AdminActor = "admin"
 
 func (s *Server) opsRoutes(r chi.Router) {
 	r.Use(s.opsAuth)
-	r.Get("/sites", s.listSites)
-	r.Post("/sites", s.createSite)
-	r.Get("/sites/{id}", s.getSite)
-	r.Patch("/sites/{id}", s.updateSite)
-	r.Post("/sites/{id}/secret", s.rotateSecret(false))
-	r.Post("/sites/{id}/webhook-secret", s.rotateSecret(true))
-	r.Post("/sites/{id}/adjustments", s.adjust)
-	r.Get("/sites/{id}/events", s.siteEvents)
-	r.Get("/banks", s.opsBanks)
-	r.Post("/banks", s.createBank)
-	r.Patch("/banks/{id}", s.updateBank)
-	r.Get("/transactions", s.listTransactions)
-	r.Get("/transactions/{id}", s.opsTransaction)
-	r.Post("/deposits/{id}/approve", s.txAction(func(id string, b actionBody) aggregates.Command {
+	// Every route names the least role that may call it (roles are
+	// ordered: admin ⊃ operator ⊃ auditor).
+	read := r.With(s.need(aggregates.RoleAuditor))
+	act := r.With(s.need(aggregates.RoleOperator))
+	admin := r.With(s.need(aggregates.RoleAdmin))
+
+	read.Get("/sites", s.listSites)
+	admin.Post("/sites", s.createSite)
+	read.Get("/sites/{id}", s.getSite)
+	admin.Patch("/sites/{id}", s.updateSite)
+	admin.Post("/sites/{id}/secret", s.rotateSecret(false))
+	admin.Post("/sites/{id}/webhook-secret", s.rotateSecret(true))
+	admin.Post("/sites/{id}/adjustments", s.adjust)
+	read.Get("/sites/{id}/events", s.siteEvents)
+	read.Get("/banks", s.opsBanks)
+	admin.Post("/banks", s.createBank)
+	admin.Patch("/banks/{id}", s.updateBank)
+	read.Get("/transactions", s.listTransactions)
+	read.Get("/transactions/{id}", s.opsTransaction)
+	act.Post("/deposits/{id}/approve", s.txAction(func(id string, b actionBody) aggregates.Command {
 		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount)}
 	}))
-	r.Post("/deposits/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
+	act.Post("/deposits/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
 		return aggregates.RejectDeposit{TxID: id, Reason: b.Reason}
 	}))
-	r.Post("/withdrawals/{id}/process", s.txAction(func(id string, _ actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/process", s.txAction(func(id string, _ actionBody) aggregates.Command {
 		return aggregates.ProcessWithdrawal{TxID: id}
 	}))
-	r.Post("/withdrawals/{id}/pay", s.txAction(func(id string, b actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/pay", s.txAction(func(id string, b actionBody) aggregates.Command {
 		return aggregates.PayWithdrawal{TxID: id, Reference: b.Reference}
 	}))
-	r.Post("/withdrawals/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
 		return aggregates.RejectWithdrawal{TxID: id, Reason: b.Reason}
 	}))
+	admin.Get("/operators", s.listOperators)
+	admin.Post("/operators", s.createOperator)
+	admin.Delete("/operators/{id}", s.revokeOperator)
 }
 
-// opsAuth checks the bearer token in constant time (hashes are compared, so
-// the token's length does not leak either).
+// roleKey carries the authenticated caller's role in the request context.
+type roleKey struct{}
+
+// operatorTokenPrefix starts every named operator's token, so other strings
+// are refused without looking them up.
+const operatorTokenPrefix = "op_"
+
+// opsAuth resolves the bearer token to an actor and a role: the bootstrap
+// admin token (compared in constant time, as hashes, so its length does not
+// leak either) or a named operator's token (found by its SHA-256; a revoked
+// or unknown token is refused). The actor is recorded on every event the
+// request causes.
 func (s *Server) opsAuth(next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(s.cfg.AdminToken))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-		if !ok || s.cfg.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		tok = strings.TrimSpace(tok)
+		got := sha256.Sum256([]byte(tok))
+		var actor string
+		var role aggregates.Role
+		switch {
+		case !ok || tok == "":
+		case s.cfg.AdminToken != "" && subtle.ConstantTimeCompare(got[:], want[:]) == 1:
+			actor, role = AdminActor, aggregates.RoleAdmin
+		case strings.HasPrefix(tok, operatorTokenPrefix):
+			op, err := s.operatorByToken(r, hex.EncodeToString(got[:]))
+			if err != nil {
+				s.writeErr(w, r, err)
+				return
+			}
+			if op != nil {
+				actor, role = op.ID, op.Role
+			}
+		}
+		if actor == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ops"`)
 			s.writeErr(w, r, &apiError{status: 401, code: "unauthorized", message: "a valid operator bearer token is required"})
 			return
 		}
-		info(r).actor = AdminActor
-		next.ServeHTTP(w, r)
+		info(r).actor = actor
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, role)))
 	})
+}
+
+// operatorByToken returns the active operator whose token hashes to h, or
+// nil. The map lookup is not constant-time, but it is keyed by the token's
+// SHA-256, and timing that reveals a hash's prefix does not help anyone
+// find a token. A miss first waits for this process to catch up with the
+// stream, so an operator created through another gateway process is
+// accepted at once; a revoked operator is refused without waiting.
+func (s *Server) operatorByToken(r *http.Request, h string) (*aggregates.Operator, error) {
+	op, ok := s.cfg.Ledger.Operators().ByTokenHash(h)
+	if !ok {
+		if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+			return nil, err
+		}
+		op, ok = s.cfg.Ledger.Operators().ByTokenHash(h)
+	}
+	if !ok || !op.Active() {
+		return nil, nil
+	}
+	return op, nil
+}
+
+// need refuses, before anything is read or written, a caller whose role does
+// not include role.
+func (s *Server) need(role aggregates.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			have, _ := r.Context().Value(roleKey{}).(aggregates.Role)
+			if !have.Allows(role) {
+				s.writeErr(w, r, &apiError{status: 403, code: "forbidden",
+					message: fmt.Sprintf("this call needs the %s role; the token has the %s role", role, have)})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// operatorView is a named operator as the operator API shows it. The token
+// appears only in the answer that creates it.
+type operatorView struct {
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
+	Role      string  `json:"role"`
+	Token     string  `json:"token,omitempty"`
+	CreatedAt string  `json:"createdAt"`
+	RevokedAt *string `json:"revokedAt"`
+}
+
+func viewOperator(o *aggregates.Operator) operatorView {
+	v := operatorView{ID: o.ID, Name: o.Name, Role: string(o.Role), CreatedAt: projections.FormatTime(o.CreatedAt)}
+	if !o.Active() {
+		at := projections.FormatTime(o.RevokedAt)
+		v.RevokedAt = &at
+	}
+	return v
+}
+
+// operatorErr maps the operators aggregate's refusals to the contract's
+// codes; anything else is left to classify.
+func operatorErr(err error) error {
+	msg, field := "", "id"
+	var fe *aggregates.FieldError
+	if errors.As(err, &fe) {
+		msg, field = fe.Msg, fe.Field
+	}
+	switch {
+	case errors.Is(err, aggregates.ErrOperatorNotFound):
+		return &apiError{status: 404, code: "not_found", field: field, message: msg, cause: err}
+	case errors.Is(err, aggregates.ErrOperatorRevoked), errors.Is(err, aggregates.ErrOperatorExists):
+		return &apiError{status: 409, code: "conflict", field: field, message: msg, cause: err}
+	}
+	return err
+}
+
+func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Name *string `json:"name"`
+		Role *string `json:"role"`
+	}
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	// 256 random bits: the stored SHA-256 needs no salt or stretching.
+	token := operatorTokenPrefix + randomSecret()
+	sum := sha256.Sum256([]byte(token))
+	cmd := aggregates.CreateOperator{ID: "o" + randomBase32(8), Name: deref(b.Name), Role: deref(b.Role),
+		TokenHash: hex.EncodeToString(sum[:])}
+	err := s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
+		return o.DecideCreateOperator(cmd, s.cfg.Ledger.Now(), info(r).actor)
+	})
+	if err != nil {
+		s.writeErr(w, r, operatorErr(err))
+		return
+	}
+	op, ok := s.cfg.Ledger.Operators().ByID(cmd.ID)
+	if !ok {
+		s.writeErr(w, r, fmt.Errorf("operator %s missing after creation", cmd.ID))
+		return
+	}
+	v := viewOperator(op)
+	v.Token = token
+	s.writeData(w, r, v)
+}
+
+func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) {
+	// Read-your-writes across gateway processes: an operator created or
+	// revoked through another one is listed as it is.
+	if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	out := struct {
+		Items      []operatorView `json:"items"`
+		NextCursor *string        `json:"nextCursor"`
+	}{Items: []operatorView{}}
+	for _, o := range s.cfg.Ledger.Operators().List() {
+		out.Items = append(out.Items, viewOperator(o))
+	}
+	s.writeData(w, r, out)
+}
+
+func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	err := s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
+		return o.DecideRevokeOperator(id, s.cfg.Ledger.Now(), info(r).actor)
+	})
+	if err != nil {
+		s.writeErr(w, r, operatorErr(err))
+		return
+	}
+	op, ok := s.cfg.Ledger.Operators().ByID(id)
+	if !ok {
+		s.writeErr(w, r, fmt.Errorf("operator %s missing after revocation", id))
+		return
+	}
+	s.writeData(w, r, viewOperator(op))
 }
 
 // decodeJSON reads an operator body strictly: JSON only, no unknown fields,
@@ -417,6 +592,14 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	bk, ok := s.cfg.Ledger.Catalog().Resolve(id)
+	if !ok {
+		// It may have been created through another gateway process.
+		if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		bk, ok = s.cfg.Ledger.Catalog().Resolve(id)
+	}
 	if !ok {
 		s.writeErr(w, r, &apiError{status: 404, code: "not_found", field: "id", message: "no method with this _id or code"})
 		return

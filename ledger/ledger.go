@@ -53,8 +53,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Ledger is the in-memory state of all sites and the catalog, kept equal to
-// the stream.
+// Ledger is the in-memory state of all sites, the catalog and the operators,
+// kept equal to the stream.
 type Ledger struct {
 	store Store
 	cfg   Config
@@ -64,8 +64,9 @@ type Ledger struct {
 	sites    map[string]*entry
 	byAppKey map[string]*entry
 
-	catMu   sync.Mutex
-	catalog atomic.Pointer[aggregates.Catalog]
+	// catalog and operators are the shared aggregates (see shared.go).
+	catalog   *shared[aggregates.Catalog, *aggregates.Catalog]
+	operators *shared[aggregates.Operators, *aggregates.Operators]
 
 	// followed is the stream sequence the follower has applied up to.
 	followed atomic.Uint64
@@ -161,8 +162,7 @@ func New(store Store, cfg Config) *Ledger {
 		cfg.Logger = slog.Default()
 	}
 	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[string]*entry{}, byAppKey: map[string]*entry{},
-		readyC: make(chan struct{})}
-	l.catalog.Store(aggregates.NewCatalog())
+		readyC: make(chan struct{}), catalog: newCatalog(), operators: newOperators()}
 	return l
 }
 
@@ -180,10 +180,8 @@ func (l *Ledger) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := l.store.Read(ctx, events.CatalogSubject, 1, func(m events.Msg) error {
-		return l.applyCatalog(m)
-	}); err != nil {
-		return fmt.Errorf("load catalog: %w", err)
+	if err := l.loadShared(ctx); err != nil {
+		return err
 	}
 	last, err := l.store.LastSeq(ctx)
 	if err != nil {
@@ -294,14 +292,7 @@ func (l *Ledger) applyFollowed(m events.Msg) {
 		l.followed.Store(m.Seq)
 		l.checkReady()
 	}()
-	if m.Subject == events.CatalogSubject {
-		l.catMu.Lock()
-		defer l.catMu.Unlock()
-		if m.Seq > l.catalog.Load().Seq {
-			if err := l.applyCatalogLocked(m); err != nil {
-				l.log.Error("catalog message not applied", "seq", m.Seq, "err", err)
-			}
-		}
+	if l.followShared(m) {
 		return
 	}
 	id, ok := strings.CutPrefix(m.Subject, events.SitePrefix)

@@ -108,35 +108,13 @@ func (l *Ledger) Snapshot(ctx context.Context) error {
 	return l.store.SaveSnapshot(ctx, snapCheckpoint, cp, nil)
 }
 
-func (l *Ledger) applyCatalog(m events.Msg) error {
-	l.catMu.Lock()
-	defer l.catMu.Unlock()
-	return l.applyCatalogLocked(m)
-}
-
-// applyCatalogLocked folds a catalog message into a fresh copy, so readers
-// holding the previous catalog are never disturbed (catMu held).
-func (l *Ledger) applyCatalogLocked(m events.Msg) error {
-	evs, err := events.Decode(m.Data)
-	if err != nil {
-		return err
-	}
-	c := l.catalog.Load().Clone()
-	for _, ev := range evs {
-		c.Apply(ev)
-	}
-	if len(evs) > 0 {
-		if c.Hash, err = events.Hash(evs[len(evs)-1]); err != nil {
-			return err
-		}
-	}
-	c.Seq = m.Seq
-	l.catalog.Store(c)
-	return nil
+func newCatalog() *shared[aggregates.Catalog, *aggregates.Catalog] {
+	return newShared("catalog", events.CatalogSubject, aggregates.NewCatalog(),
+		func(c *aggregates.Catalog) (*uint64, *[32]byte) { return &c.Seq, &c.Hash })
 }
 
 // Catalog returns the current methods. The value is never modified.
-func (l *Ledger) Catalog() *aggregates.Catalog { return l.catalog.Load() }
+func (l *Ledger) Catalog() *aggregates.Catalog { return l.catalog.get() }
 
 // CatalogCommand decides against the catalog; it returns the events.
 type CatalogCommand func(c *aggregates.Catalog) ([]events.Event, error)
@@ -144,42 +122,7 @@ type CatalogCommand func(c *aggregates.Catalog) ([]events.Event, error)
 // ExecuteCatalog runs a catalog command with the same load → decide →
 // append(expected sequence) → retry loop as site commands.
 func (l *Ledger) ExecuteCatalog(ctx context.Context, decide CatalogCommand) error {
-	l.catMu.Lock()
-	defer l.catMu.Unlock()
-	for attempt := 0; attempt <= l.cfg.MaxRetries; attempt++ {
-		c := l.catalog.Load()
-		evs, err := decide(c)
-		if err != nil {
-			return err
-		}
-		data, _, err := events.Seal(c.Hash, evs)
-		if err != nil {
-			return err
-		}
-		seq, err := l.store.Append(ctx, events.CatalogSubject, c.Seq, data)
-		if err != nil {
-			seq, err = l.resolve(events.CatalogSubject, c.Seq, data, err)
-		}
-		if err == nil {
-			return l.applyCatalogLocked(events.Msg{Seq: seq, Subject: events.CatalogSubject, Data: data})
-		}
-		if !errors.Is(err, events.ErrConflict) {
-			return err
-		}
-		for {
-			m, err := l.store.Next(ctx, events.CatalogSubject, l.catalog.Load().Seq+1)
-			if errors.Is(err, events.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			if err := l.applyCatalogLocked(m); err != nil {
-				return err
-			}
-		}
-	}
-	return fmt.Errorf("catalog: too many conflicting attempts: %w", events.ErrUnavailable)
+	return l.catalog.execute(ctx, l, decide)
 }
 
 // SiteByAppKey finds a site by its application key without locking it.

@@ -1,0 +1,184 @@
+package ledger_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/ledger"
+)
+
+// deafStore is a store whose follower never delivers anything, as if the
+// process lagged the stream for as long as the test runs: what the ledger
+// knows then comes only from start-up and from its own commands.
+type deafStore struct{ ledger.Store }
+
+func (deafStore) Follow(ctx context.Context, _ string, _ uint64, _ func(events.Msg)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func hashOf(token string) string {
+	s := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(s[:])
+}
+
+func createOperator(l *ledger.Ledger, id, name, role string) error {
+	return l.ExecuteOperators(context.Background(), func(o *aggregates.Operators) ([]events.Event, error) {
+		return o.DecideCreateOperator(aggregates.CreateOperator{ID: id, Name: name, Role: role, TokenHash: hashOf("op_" + id)},
+			epoch, "admin")
+	})
+}
+
+func revokeOperator(l *ledger.Ledger, id, actor string) error {
+	return l.ExecuteOperators(context.Background(), func(o *aggregates.Operators) ([]events.Event, error) {
+		return o.DecideRevokeOperator(id, epoch, actor)
+	})
+}
+
+// operatorsView is everything observable in an operators value.
+func operatorsView(o *aggregates.Operators) []aggregates.Operator {
+	out := []aggregates.Operator{}
+	for _, op := range o.List() {
+		out = append(out, *op)
+	}
+	return out
+}
+
+func TestExecuteOperators_sharedAcrossLedgers(t *testing.T) {
+	e := newEnv(t)
+	a := e.ledger(e.store("a"), ledger.Config{})
+	b := e.ledger(e.store("b"), ledger.Config{})
+	setupCatalog(t, a) // the catalog and the operators do not disturb each other
+
+	require.NoError(t, createOperator(a, "o1", "Alice", "operator"))
+	require.NoError(t, createOperator(a, "o2", "Bob", "auditor"))
+	op, ok := a.Operators().ByTokenHash(hashOf("op_o1"))
+	require.True(t, ok, "the writer sees its own command at once")
+	assert.Equal(t, aggregates.RoleOperator, op.Role)
+
+	require.NoError(t, b.CatchUp(context.Background()))
+	op, ok = b.Operators().ByTokenHash(hashOf("op_o2"))
+	require.True(t, ok, "another ledger knows the operator once caught up")
+	assert.Equal(t, "Bob", op.Name)
+	assert.True(t, op.Active())
+
+	require.NoError(t, revokeOperator(b, "o1", "o2"))
+	require.NoError(t, a.CatchUp(context.Background()))
+	op, _ = a.Operators().ByID("o1")
+	assert.False(t, op.Active(), "the revocation reaches the other ledger")
+
+	assert.Equal(t, operatorsView(a.Operators()), operatorsView(b.Operators()))
+	assert.Equal(t, a.Operators().Seq, b.Operators().Seq)
+	assert.Equal(t, a.Operators().Hash, b.Operators().Hash)
+	_, ok = a.Catalog().Resolve(bankCode)
+	assert.True(t, ok)
+	_, ok = b.Catalog().Resolve(bankCode)
+	assert.True(t, ok)
+
+	// A ledger started later reads them from the stream at Start (its
+	// follower is deaf, so only start-up can have told it; it is never
+	// ready, so it is not waited for).
+	c := ledger.New(deafStore{e.store("c")}, ledger.Config{Logger: e.log})
+	require.NoError(t, c.Start(context.Background()))
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	assert.Equal(t, operatorsView(a.Operators()), operatorsView(c.Operators()))
+	assert.Equal(t, a.Operators().Hash, c.Operators().Hash)
+	_, ok = c.Catalog().Resolve(bankCode)
+	assert.True(t, ok)
+}
+
+// TestExecuteOperators_staleState: a ledger that has not seen another's
+// writes still decides correctly, whether its state makes it accept a
+// command the stream refuses (the append conflicts; it reloads) or refuse
+// one the stream accepts (it reloads before answering).
+func TestExecuteOperators_staleState(t *testing.T) {
+	tests := []struct {
+		name    string
+		act     func(stale *ledger.Ledger) error
+		wantErr error
+		// want is the operators after the command, as the stream has them.
+		want []aggregates.Operator
+	}{
+		{"create a name taken elsewhere", func(l *ledger.Ledger) error { return createOperator(l, "o9", "Alice", "admin") },
+			aggregates.ErrOperatorExists,
+			[]aggregates.Operator{{ID: "o1", Name: "Alice", Role: "operator", TokenHash: hashOf("op_o1"), CreatedAt: epoch.UnixMilli()}}},
+		{"create another name", func(l *ledger.Ledger) error { return createOperator(l, "o9", "Zed", "admin") },
+			nil,
+			[]aggregates.Operator{
+				{ID: "o1", Name: "Alice", Role: "operator", TokenHash: hashOf("op_o1"), CreatedAt: epoch.UnixMilli()},
+				{ID: "o9", Name: "Zed", Role: "admin", TokenHash: hashOf("op_o9"), CreatedAt: epoch.UnixMilli()}}},
+		{"revoke an operator created elsewhere", func(l *ledger.Ledger) error { return revokeOperator(l, "o1", "admin") },
+			nil,
+			[]aggregates.Operator{{ID: "o1", Name: "Alice", Role: "operator", TokenHash: hashOf("op_o1"), CreatedAt: epoch.UnixMilli(),
+				RevokedAt: epoch.UnixMilli()}}},
+		{"revoke an unknown operator", func(l *ledger.Ledger) error { return revokeOperator(l, "o7", "admin") },
+			aggregates.ErrOperatorNotFound,
+			[]aggregates.Operator{{ID: "o1", Name: "Alice", Role: "operator", TokenHash: hashOf("op_o1"), CreatedAt: epoch.UnixMilli()}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			stale := e.ledger(deafStore{e.store("stale")}, ledger.Config{})
+			fresh := e.ledger(e.store("fresh"), ledger.Config{})
+			require.NoError(t, createOperator(fresh, "o1", "Alice", "operator"))
+			require.Empty(t, stale.Operators().List(), "the stale ledger has not seen it")
+
+			err := tc.act(stale)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.want, operatorsView(stale.Operators()), "the stale ledger caught up")
+			require.NoError(t, fresh.CatchUp(context.Background()))
+			assert.Equal(t, tc.want, operatorsView(fresh.Operators()), "the stream")
+			assert.Equal(t, fresh.Operators().Hash, stale.Operators().Hash)
+		})
+	}
+}
+
+// TestExecuteOperators_racingProcesses: two ledgers create operators with
+// the same names at once; each name is given exactly once.
+func TestExecuteOperators_racingProcesses(t *testing.T) {
+	e := newEnv(t)
+	ls := []*ledger.Ledger{e.ledger(e.store("a"), ledger.Config{}), e.ledger(e.store("b"), ledger.Config{})}
+	const names = 20
+	var wg sync.WaitGroup
+	errs := make([][]error, len(ls))
+	for k, l := range ls {
+		errs[k] = make([]error, names)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < names; i++ {
+				errs[k][i] = createOperator(l, fmt.Sprintf("o%d-%d", k, i), fmt.Sprintf("name-%d", i), "auditor")
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < names; i++ {
+		ok := 0
+		for k := range ls {
+			if errs[k][i] == nil {
+				ok++
+			} else {
+				assert.ErrorIs(t, errs[k][i], aggregates.ErrOperatorExists)
+			}
+		}
+		assert.Equal(t, 1, ok, "name-%d given once", i)
+	}
+	for _, l := range ls {
+		require.NoError(t, l.CatchUp(context.Background()))
+		assert.Len(t, l.Operators().List(), names)
+	}
+	assert.Equal(t, operatorsView(ls[0].Operators()), operatorsView(ls[1].Operators()))
+}
