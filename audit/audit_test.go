@@ -1,0 +1,479 @@
+package audit_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/audit"
+	"gateway/events"
+)
+
+// TestAudit_generatedHistory audits a generated history of more than
+// 100,000 events with a snapshot part-way and compares every site's numbers
+// with the generator's own bookkeeping and its aggregate state.
+func TestAudit_generatedHistory(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	gen := e.generate(t, audit.GenOptions{Events: 110_000, Sites: 7, Batch: 100, Seed: 42, SnapshotAt: 0.6})
+	t.Logf("generated %d events in %d messages in %s", gen.Events, gen.Messages, time.Since(start))
+	require.GreaterOrEqual(t, gen.Events, 100_000)
+
+	// A stand-in for the gateway's operator API, serving the generator's
+	// figures (one site's balance off by one when off names it).
+	var off atomic.Value
+	off.Store("")
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer T0K" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		id, _ := strings.CutPrefix(r.URL.Path, "/ops/v1/sites/")
+		for _, g := range gen.Sites {
+			if g.ID == id {
+				bal := g.Balance
+				if id == off.Load().(string) {
+					bal++
+				}
+				_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"id": id,
+					"treasury": map[string]any{"balance": bal, "pendingWithdrawals": g.PendingWithdrawals}}})
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer gw.Close()
+
+	start = time.Now()
+	var progress bytes.Buffer
+	rep := e.runAudit(t, audit.Options{Progress: &progress, Gateway: &audit.Gateway{URL: gw.URL, Token: "T0K"}})
+	t.Logf("audited %d events in %s", rep.Events, time.Since(start))
+	require.True(t, rep.OK, "failed checks: %v", failed(rep))
+	assert.Equal(t, uint64(gen.Events), rep.Events)
+	assert.Equal(t, uint64(gen.Messages), rep.Messages)
+	assert.Equal(t, gen.LastSeq, rep.LastSeq)
+	assert.Contains(t, progress.String(), "events/s")
+	assert.Contains(t, progress.String(), fmt.Sprintf("seq %d/%d", gen.LastSeq, gen.LastSeq))
+
+	require.Len(t, rep.Subjects, 1)
+	assert.Equal(t, events.CatalogSubject, rep.Subjects[0].Subject)
+	assert.Equal(t, 1, rep.Subjects[0].Banks)
+
+	require.Len(t, rep.Sites, len(gen.Sites))
+	kinds := map[string]bool{}
+	for _, g := range gen.Sites {
+		s, ok := rep.Site(g.ID)
+		require.True(t, ok, g.ID)
+		// The generator's bookkeeping of the commands it issued.
+		assert.Equal(t, g.Balance, s.Balance, "%s balance", g.ID)
+		assert.Equal(t, g.PendingWithdrawals, s.PendingWithdrawals, "%s pending", g.ID)
+		assert.Equal(t, g.Adjustments, s.Adjustments, "%s adjustments", g.ID)
+		assert.Equal(t, g.Deposits, s.Deposits, "%s deposits", g.ID)
+		assert.Equal(t, g.Withdrawals, s.Withdrawals, "%s withdrawals", g.ID)
+		assert.Equal(t, uint64(g.Events), s.Events)
+		// The generator's aggregate, decided in process.
+		assert.Equal(t, g.State.Balance, s.Balance)
+		assert.Equal(t, g.State.PendingWithdrawals, s.PendingWithdrawals)
+		assert.Equal(t, len(g.State.Txs), s.Transactions)
+		assert.Equal(t, g.State.Cfg.NegativeLimit, s.NegativeLimit)
+		// The live model was compared, from the snapshot written part-way.
+		require.NotZero(t, g.SnapshotSeq)
+		assert.Equal(t, g.SnapshotSeq, s.SnapshotSeq)
+		assert.Equal(t, audit.Pass, check(t, rep, g.ID, audit.CheckGateway).Status)
+		live := check(t, rep, g.ID, audit.CheckLiveModel)
+		assert.Equal(t, audit.Pass, live.Status, live.Detail)
+		assert.Contains(t, live.Detail, fmt.Sprintf("snapshot at seq %d + ", g.SnapshotSeq))
+		for st, tot := range s.Deposits {
+			kinds["deposit "+st] = kinds["deposit "+st] || tot.Count > 0
+		}
+		for st, tot := range s.Withdrawals {
+			kinds["withdrawal "+st] = kinds["withdrawal "+st] || tot.Count > 0
+		}
+		if s.Deposits["approved"].Amount != s.Deposits["approved"].Requested {
+			kinds["approved for another amount"] = true
+		}
+	}
+	// The history holds every kind of move.
+	for _, k := range []string{"deposit pending", "deposit approved", "deposit rejected", "deposit expired",
+		"withdrawal pending", "withdrawal processing", "withdrawal paid", "withdrawal rejected", "approved for another amount"} {
+		assert.True(t, kinds[k], k)
+	}
+
+	var text bytes.Buffer
+	require.NoError(t, rep.WriteText(&text))
+	assert.Contains(t, text.String(), "RESULT: PASS")
+	assert.Contains(t, text.String(), "[pass] hash-chain")
+	assert.Contains(t, text.String(), "[pass] live-model")
+
+	t.Run("one site", func(t *testing.T) {
+		g := gen.Sites[2]
+		one := e.runAudit(t, audit.Options{Site: g.ID, Workers: 1})
+		require.True(t, one.OK, "failed checks: %v", failed(one))
+		require.Len(t, one.Sites, 1)
+		assert.Empty(t, one.Subjects)
+		assert.Equal(t, g.Balance, one.Sites[0].Balance)
+		assert.Equal(t, uint64(g.Events), one.Events)
+	})
+
+	t.Run("unknown site", func(t *testing.T) {
+		none := e.runAudit(t, audit.Options{Site: "nosuchsite"})
+		assert.False(t, none.OK)
+	})
+
+	t.Run("gateway disagrees", func(t *testing.T) {
+		wrong := gen.Sites[1]
+		off.Store(wrong.ID)
+		defer off.Store("")
+		rep := e.runAudit(t, audit.Options{Site: wrong.ID, Gateway: &audit.Gateway{URL: gw.URL, Token: "T0K"}})
+		assert.Equal(t, []string{wrong.ID + "/" + audit.CheckGateway}, failed(rep))
+		c := check(t, rep, wrong.ID, audit.CheckGateway)
+		require.Len(t, c.Problems, 1)
+		assert.Contains(t, c.Problems[0].Message, fmt.Sprintf("balance %d, the replay %d", wrong.Balance+1, wrong.Balance))
+
+		bad := e.runAudit(t, audit.Options{Site: gen.Sites[0].ID, Gateway: &audit.Gateway{URL: gw.URL, Token: "wrong"}})
+		assert.Equal(t, []string{gen.Sites[0].ID + "/" + audit.CheckGateway}, failed(bad))
+		c = check(t, bad, gen.Sites[0].ID, audit.CheckGateway)
+		assert.Contains(t, c.Problems[0].Message, "HTTP 401")
+	})
+}
+
+// TestAudit_rewrittenEvent: one stored event's payload re-encoded with
+// another amount, its Prev (and every other byte) kept. The stream denies
+// deletes, so the tampered history is built in a fresh store.
+func TestAudit_rewrittenEvent(t *testing.T) {
+	src := newEnv(t)
+	src.generate(t, audit.GenOptions{Events: 3000, Sites: 3, Batch: 50, Seed: 7})
+	msgs := src.messages(t)
+
+	// Pick a deposit approval in the middle of a site message.
+	var target events.Msg
+	idx := -1
+	var altered *events.DepositApproved
+	for _, m := range msgs[len(msgs)/2:] {
+		evs, err := events.Decode(m.Data)
+		require.NoError(t, err)
+		for i := 1; i < len(evs)-1; i++ {
+			if p, ok := evs[i].Payload.(*events.DepositApproved); ok {
+				target, idx = m, i
+				cp := *p
+				cp.Amount += 1_000_000
+				altered = &cp
+				break
+			}
+		}
+		if idx >= 0 {
+			break
+		}
+	}
+	require.GreaterOrEqual(t, idx, 0, "a deposit approval inside a message")
+
+	dst := newEnv(t)
+	copyInto(t, dst.st, msgs, func(m events.Msg) []byte {
+		if m.Seq != target.Seq {
+			return m.Data
+		}
+		return rewritePayload(t, m.Data, idx, altered)
+	})
+
+	rep := dst.runAudit(t, audit.Options{})
+	require.False(t, rep.OK)
+	site := strings.TrimPrefix(target.Subject, events.SitePrefix)
+	c := check(t, rep, site, audit.CheckChain)
+	require.Equal(t, audit.Fail, c.Status)
+	require.Equal(t, 1, c.Count, "one rewritten event breaks one link: %v", c.Problems)
+	p := c.Problems[0]
+	require.NotNil(t, p.After)
+	assert.Equal(t, audit.Position{Seq: target.Seq, Index: idx, Event: events.DepositApprovedName}, *p.After, "names the rewritten event")
+	require.NotNil(t, p.At)
+	assert.Equal(t, target.Seq, p.At.Seq)
+	assert.Equal(t, idx+1, p.At.Index)
+	// Only the chain can tell: the rewritten history is self-consistent.
+	assert.Equal(t, []string{site + "/" + audit.CheckChain}, failed(rep))
+
+	var text bytes.Buffer
+	require.NoError(t, rep.WriteText(&text))
+	assert.Contains(t, text.String(), fmt.Sprintf("preceding event #%d.%d %s", target.Seq, idx, events.DepositApprovedName))
+	assert.Contains(t, text.String(), "RESULT: FAIL")
+
+	// The untouched copy passes, so the failure is the rewrite's.
+	same := newEnv(t)
+	copyInto(t, same.st, msgs, nil)
+	assert.True(t, same.runAudit(t, audit.Options{}).OK)
+}
+
+// TestAudit_invalidTransitions appends events with a correct hash chain and
+// expected sequence that the state machine forbids.
+func TestAudit_invalidTransitions(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli()
+	ev := func(p events.Payload) events.Event {
+		return events.Event{Name: p.EventName(), Time: now, Actor: "op-mallory", Payload: p}
+	}
+	cases := []struct {
+		name  string
+		event func(t *testing.T, s *aggregates.Site) events.Event
+		want  string
+		// also lists other checks the event fails: a double approval
+		// credits the aggregate's treasury twice, an expired withdrawal
+		// stays in its pending sum.
+		also []string
+	}{
+		{"paid while pending", func(t *testing.T, s *aggregates.Site) events.Event {
+			i := findTx(t, s, aggregates.KindWithdrawal, aggregates.StatusPending)
+			return ev(&events.WithdrawalPaid{TxID: aggregates.TxID(s.ID, i)})
+		}, "withdrawal pending → paid is not an edge", nil},
+		{"approved twice", func(t *testing.T, s *aggregates.Site) events.Event {
+			i := findTx(t, s, aggregates.KindDeposit, aggregates.StatusApproved)
+			return ev(&events.DepositApproved{TxID: aggregates.TxID(s.ID, i), Amount: s.Txs[i].Amount, Requested: s.Txs[i].Requested})
+		}, "deposit approved → approved is not an edge", []string{audit.CheckBalance}},
+		{"rejected after expiry", func(t *testing.T, s *aggregates.Site) events.Event {
+			i := findTx(t, s, aggregates.KindDeposit, aggregates.StatusExpired)
+			return ev(&events.DepositRejected{TxID: aggregates.TxID(s.ID, i), Reason: "late"})
+		}, "deposit expired → rejected is not an edge", nil},
+		{"deposit event on a withdrawal", func(t *testing.T, s *aggregates.Site) events.Event {
+			i := findTx(t, s, aggregates.KindWithdrawal, aggregates.StatusPending)
+			return ev(&events.DepositExpired{TxID: aggregates.TxID(s.ID, i)})
+		}, "is a deposit event for a withdrawal", []string{audit.CheckPending}},
+		{"unknown transaction", func(t *testing.T, s *aggregates.Site) events.Event {
+			return ev(&events.DepositApproved{TxID: aggregates.TxID(s.ID, int32(len(s.Txs)+5)), Amount: 5000, Requested: 5000})
+		}, "names a transaction the site does not have", nil},
+		{"another site's transaction", func(t *testing.T, s *aggregates.Site) events.Event {
+			return ev(&events.WithdrawalProcessing{TxID: aggregates.TxID("elsewhere", 0)})
+		}, "names a transaction the site does not have", nil},
+	}
+	// One history, copied into a fresh store per case.
+	src := newEnv(t)
+	gen := src.generate(t, audit.GenOptions{Events: 6000, Sites: 2, Batch: 100, Seed: 3})
+	msgs := src.messages(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			copyInto(t, e.st, msgs, nil)
+			s := replaySite(t, msgs, gen.Sites[1].ID, ^uint64(0), 0)
+			bad := tc.event(t, s)
+			seq := appendEvents(t, e.st, s, ev(&events.TreasuryAdjusted{Amount: 1000, Reason: "cover"}), bad)
+
+			rep := e.runAudit(t, audit.Options{})
+			want := []string{s.ID + "/" + audit.CheckTransitions}
+			for _, c := range tc.also {
+				want = append(want, s.ID+"/"+c)
+			}
+			assert.ElementsMatch(t, want, failed(rep))
+			c := check(t, rep, s.ID, audit.CheckTransitions)
+			require.Equal(t, 1, c.Count, "%v", c.Problems)
+			p := c.Problems[0]
+			assert.Equal(t, &audit.Position{Seq: seq, Index: 1, Event: bad.Name}, p.At)
+			assert.Contains(t, p.Message, tc.want)
+			var text bytes.Buffer
+			require.NoError(t, rep.WriteText(&text))
+			assert.Contains(t, text.String(), fmt.Sprintf("#%d.1 %s", seq, bad.Name))
+		})
+	}
+}
+
+// TestAudit_treasuryRule: a withdrawal reserved beyond what the treasury
+// allows, appended with a correct chain.
+func TestAudit_treasuryRule(t *testing.T) {
+	e := newEnv(t)
+	gen := e.generate(t, audit.GenOptions{Events: 1000, Sites: 1, Batch: 100, Seed: 5})
+	s := gen.Sites[0].State
+	amount := s.Available() + 1
+	p := &events.WithdrawalRequested{TxID: aggregates.TxID(s.ID, int32(len(s.Txs))), ProcessID: "overdraft-1", BankID: "b",
+		BankCode: "ZAINCASH", IdentifierKind: "PHONE", Amount: amount, UserID: "u", UserName: "u", Name: "n", AccountName: "n", IBAN: "07701234567"}
+	seq := appendEvents(t, e.st, s, events.Event{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: events.ActorMerchant, Payload: p})
+
+	rep := e.runAudit(t, audit.Options{})
+	assert.Equal(t, []string{s.ID + "/" + audit.CheckTreasury}, failed(rep))
+	c := check(t, rep, s.ID, audit.CheckTreasury)
+	require.Len(t, c.Problems, 1)
+	assert.Equal(t, seq, c.Problems[0].At.Seq)
+	assert.Equal(t, p.TxID, c.Problems[0].Tx)
+}
+
+// TestAudit_transactionIDs: a creation event with another id than the
+// site's next one, and a reused processId.
+func TestAudit_transactionIDs(t *testing.T) {
+	e := newEnv(t)
+	gen := e.generate(t, audit.GenOptions{Events: 1000, Sites: 1, Batch: 100, Seed: 9})
+	s := gen.Sites[0].State
+	pid := s.ProcessID(0)
+	p := &events.DepositRequested{TxID: aggregates.TxID(s.ID, int32(len(s.Txs)+1)), ProcessID: pid, BankID: "b", BankCode: "ZAINCASH",
+		Amount: 5000, UserID: "u-x", UserName: "u", Name: "n", Lang: "en", ExpiresAt: time.Now().Add(time.Hour).UnixMilli()}
+	appendEvents(t, e.st, s, events.Event{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: events.ActorMerchant, Payload: p})
+
+	rep := e.runAudit(t, audit.Options{})
+	assert.Equal(t, []string{s.ID + "/" + audit.CheckTxIDs}, failed(rep))
+	c := check(t, rep, s.ID, audit.CheckTxIDs)
+	require.Equal(t, 2, c.Count, "%v", c.Problems)
+	assert.Contains(t, c.Problems[0].Message, "where the next id of the site is "+aggregates.TxID(s.ID, int32(len(s.Txs)-1)))
+	assert.Contains(t, c.Problems[1].Message, fmt.Sprintf("processId %q is already used by %s", pid, aggregates.TxID(s.ID, 0)))
+}
+
+// TestAudit_snapshots compares the live model (snapshot + later messages)
+// with the full replay, for good, stale and wrong snapshots.
+func TestAudit_snapshots(t *testing.T) {
+	e := newEnv(t)
+	gen := e.generate(t, audit.GenOptions{Events: 4000, Sites: 4, Batch: 100, Seed: 11})
+	msgs := e.messages(t)
+	ctx := context.Background()
+
+	replay := func(id string, upTo, skip uint64) *aggregates.Site { return replaySite(t, msgs, id, upTo, skip) }
+	siteSeqs := func(id string) []uint64 {
+		var out []uint64
+		for _, m := range msgs {
+			if m.Subject == events.SiteSubject(id) {
+				out = append(out, m.Seq)
+			}
+		}
+		return out
+	}
+	save := func(id string, metaSeq uint64, s *aggregates.Site) {
+		data, err := s.MarshalSnapshot()
+		require.NoError(t, err)
+		require.NoError(t, e.st.SaveSnapshot(ctx, audit.SnapshotPrefix+id, metaSeq, data))
+	}
+
+	good, stale, wrong, meta := gen.Sites[0].ID, gen.Sites[1].ID, gen.Sites[2].ID, gen.Sites[3].ID
+	// good: the state at its 5th message.
+	gs := siteSeqs(good)
+	save(good, gs[4], replay(good, gs[4], 0))
+	// stale: claims its 6th message but lacks the 3rd.
+	ss := siteSeqs(stale)
+	save(stale, ss[5], replay(stale, ss[5], ss[2]))
+	// wrong: the right sequence, a balance off by one.
+	ws := siteSeqs(wrong)
+	w := replay(wrong, ws[5], 0)
+	w.Balance++
+	save(wrong, ws[5], w)
+	// meta: the state of the 4th message saved as the 5th's.
+	ms := siteSeqs(meta)
+	save(meta, ms[4], replay(meta, ms[3], 0))
+	// A snapshot of a site the stream does not have.
+	save("ghost", ms[4], replay(meta, ms[3], 0))
+
+	rep := e.runAudit(t, audit.Options{})
+	assert.ElementsMatch(t, []string{"/" + audit.CheckSnapshots, stale + "/" + audit.CheckLiveModel,
+		wrong + "/" + audit.CheckLiveModel, meta + "/" + audit.CheckLiveModel}, failed(rep))
+
+	c := check(t, rep, good, audit.CheckLiveModel)
+	assert.Equal(t, audit.Pass, c.Status)
+	assert.Contains(t, c.Detail, fmt.Sprintf("snapshot at seq %d + %d later messages", gs[4], len(gs)-5))
+
+	text := func(c audit.Check) string {
+		var b strings.Builder
+		for _, p := range c.Problems {
+			b.WriteString(p.String() + "\n")
+		}
+		return b.String()
+	}
+	c = check(t, rep, stale, audit.CheckLiveModel)
+	assert.Contains(t, text(c), "transactions, the full replay")
+
+	c = check(t, rep, wrong, audit.CheckLiveModel)
+	require.Equal(t, 1, c.Count, text(c))
+	full := gen.Sites[2].State.Balance
+	assert.Contains(t, text(c), fmt.Sprintf("balance %d, the full replay's %d", full+1, full))
+
+	c = check(t, rep, meta, audit.CheckLiveModel)
+	require.Equal(t, 1, c.Count, text(c))
+	assert.Contains(t, text(c), fmt.Sprintf("saved as seq %d but holds the state at seq %d", ms[4], ms[3]))
+
+	assert.Contains(t, rep.Checks[len(rep.Checks)-1].Problems[0].Message, "snapshot site-ghost belongs to no site")
+
+	t.Run("unreadable snapshot is skipped", func(t *testing.T) {
+		require.NoError(t, e.st.SaveSnapshot(ctx, audit.SnapshotPrefix+good, gs[4], []byte("not a snapshot")))
+		one := e.runAudit(t, audit.Options{Site: good})
+		require.True(t, one.OK, "%v", failed(one))
+		c := check(t, one, good, audit.CheckLiveModel)
+		assert.Equal(t, audit.Skipped, c.Status)
+		assert.Contains(t, c.Detail, "unreadable")
+	})
+}
+
+// TestAudit_undecodableMessage: bytes that are not a message at all.
+func TestAudit_undecodableMessage(t *testing.T) {
+	e := newEnv(t)
+	gen := e.generate(t, audit.GenOptions{Events: 500, Sites: 1, Batch: 100, Seed: 1})
+	s := gen.Sites[0].State
+	seq, err := e.st.Append(context.Background(), events.SiteSubject(s.ID), s.Seq, []byte("garbage"))
+	require.NoError(t, err)
+	rep := e.runAudit(t, audit.Options{})
+	assert.Equal(t, []string{s.ID + "/" + audit.CheckDecode}, failed(rep))
+	c := check(t, rep, s.ID, audit.CheckDecode)
+	assert.Equal(t, seq, c.Problems[0].At.Seq)
+}
+
+// TestAudit_otherSubjects: a subject under ledger.> that is neither a site
+// nor the catalog still has its chain checked.
+func TestAudit_otherSubjects(t *testing.T) {
+	e := newEnv(t)
+	e.generate(t, audit.GenOptions{Events: 300, Sites: 1, Seed: 2})
+	p := &events.TreasuryAdjusted{Amount: 1, Reason: "x"}
+	ev := events.Event{Name: p.EventName(), Time: 1, Actor: "op", Payload: p}
+	first, _, err := events.Seal([32]byte{}, []events.Event{ev})
+	require.NoError(t, err)
+	seq, err := e.st.Append(context.Background(), "ledger.misc", 0, first)
+	require.NoError(t, err)
+	// The second message starts a new chain instead of linking the first.
+	second, _, err := events.Seal([32]byte{}, []events.Event{ev})
+	require.NoError(t, err)
+	seq2, err := e.st.Append(context.Background(), "ledger.misc", seq, second)
+	require.NoError(t, err)
+
+	rep := e.runAudit(t, audit.Options{})
+	assert.Equal(t, []string{"ledger.misc/" + audit.CheckChain}, failed(rep))
+	require.Len(t, rep.Subjects, 2)
+	misc := rep.Subjects[1]
+	assert.Equal(t, "ledger.misc", misc.Subject)
+	c, _ := misc.Check(audit.CheckChain)
+	require.Len(t, c.Problems, 1)
+	assert.Equal(t, &audit.Position{Seq: seq2, Index: 0, Event: p.EventName()}, c.Problems[0].At)
+	assert.Equal(t, &audit.Position{Seq: seq, Index: 0, Event: p.EventName()}, c.Problems[0].After)
+}
+
+// TestAudit_emptyStream: nothing to audit passes.
+func TestAudit_emptyStream(t *testing.T) {
+	e := newEnv(t)
+	rep := e.runAudit(t, audit.Options{})
+	assert.True(t, rep.OK)
+	assert.Zero(t, rep.Events)
+}
+
+// TestAudit_checkpointPromise: a checkpoint promises a snapshot of every
+// site with messages up to it; a gateway starting from it would miss the
+// messages of a site without one.
+func TestAudit_checkpointPromise(t *testing.T) {
+	e := newEnv(t)
+	gen := e.generate(t, audit.GenOptions{Events: 1000, Sites: 2, Seed: 13, SnapshotAt: 0.5})
+	rep := e.runAudit(t, audit.Options{})
+	require.True(t, rep.OK, "%v", failed(rep))
+	require.NotZero(t, rep.Checkpoint, "the generator writes a checkpoint with its snapshots")
+
+	// Site 2's snapshot replaced by one of another site: unusable, so no
+	// snapshot backs the checkpoint's promise for it.
+	s1 := gen.Sites[0].State
+	data, err := s1.MarshalSnapshot()
+	require.NoError(t, err)
+	require.NoError(t, e.st.SaveSnapshot(context.Background(), audit.SnapshotPrefix+gen.Sites[1].ID, s1.Seq, data))
+	rep = e.runAudit(t, audit.Options{})
+	assert.True(t, rep.OK, "an unreadable snapshot is skipped, like the gateway does: %v", failed(rep))
+
+	e2 := newEnv(t)
+	msgs := e.messages(t)
+	copyInto(t, e2.st, msgs, nil)
+	require.NoError(t, e2.st.SaveSnapshot(context.Background(), audit.CheckpointName, rep.Checkpoint, nil))
+	rep = e2.runAudit(t, audit.Options{})
+	assert.ElementsMatch(t, []string{gen.Sites[0].ID + "/" + audit.CheckLiveModel, gen.Sites[1].ID + "/" + audit.CheckLiveModel}, failed(rep))
+	c := check(t, rep, gen.Sites[1].ID, audit.CheckLiveModel)
+	assert.Contains(t, c.Problems[0].Message, fmt.Sprintf("before the checkpoint at seq %d, which promises one", rep.Checkpoint))
+}

@@ -1,0 +1,187 @@
+package audit_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"gateway/aggregates"
+	"gateway/audit"
+	"gateway/events"
+	"gateway/events/jsstore"
+)
+
+// env is an embedded JetStream server on a temp dir with the ledger store.
+type env struct {
+	dir string
+	srv *server.Server
+	st  *jsstore.Store
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := jsstore.ConnectInProcess(srv, "audit-test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	st, err := jsstore.Open(context.Background(), nc, jsstore.Options{})
+	require.NoError(t, err)
+	return &env{dir: dir, srv: srv, st: st}
+}
+
+// generate writes a history into the env's store.
+func (e *env) generate(t *testing.T, o audit.GenOptions) *audit.GenResult {
+	t.Helper()
+	res, err := audit.Generate(context.Background(), e.st, o)
+	require.NoError(t, err)
+	return res
+}
+
+// runAudit audits the env's store.
+func (e *env) runAudit(t *testing.T, o audit.Options) *audit.Report {
+	t.Helper()
+	rep, err := audit.Run(context.Background(), e.st, o)
+	require.NoError(t, err)
+	return rep
+}
+
+// messages reads every ledger message of the store.
+func (e *env) messages(t *testing.T) []events.Msg {
+	t.Helper()
+	var out []events.Msg
+	require.NoError(t, e.st.Read(context.Background(), events.SubjectPrefix+">", 1, func(m events.Msg) error {
+		out = append(out, m)
+		return nil
+	}))
+	return out
+}
+
+// copyInto appends msgs to dst in order, each with the expected last
+// sequence of its subject in dst, after rewrite (which may change a
+// message's bytes). dst must be empty: its sequences then equal the source's.
+func copyInto(t *testing.T, dst *jsstore.Store, msgs []events.Msg, rewrite func(m events.Msg) []byte) {
+	t.Helper()
+	last := map[string]uint64{}
+	for _, m := range msgs {
+		data := m.Data
+		if rewrite != nil {
+			data = rewrite(m)
+		}
+		seq, err := dst.Append(context.Background(), m.Subject, last[m.Subject], data)
+		require.NoError(t, err)
+		require.Equal(t, m.Seq, seq, "the copy keeps the stream sequences")
+		last[m.Subject] = seq
+	}
+}
+
+// The stored shape of a message, as an attacker with write access to the
+// store sees it (mirrors events' wire format).
+type wireEvent struct {
+	Name  string             `msgpack:"n"`
+	Time  int64              `msgpack:"t"`
+	Actor string             `msgpack:"a"`
+	Data  msgpack.RawMessage `msgpack:"d"`
+	Prev  []byte             `msgpack:"p"`
+}
+
+type wireMessage struct {
+	Version int         `msgpack:"v"`
+	Events  []wireEvent `msgpack:"e"`
+	Nonce   []byte      `msgpack:"w,omitempty"`
+}
+
+// rewritePayload re-encodes event idx of a stored message with payload p,
+// keeping every Prev as stored.
+func rewritePayload(t *testing.T, data []byte, idx int, p events.Payload) []byte {
+	t.Helper()
+	var m wireMessage
+	require.NoError(t, msgpack.Unmarshal(data, &m))
+	b, err := msgpack.Marshal(p)
+	require.NoError(t, err)
+	m.Events[idx].Data = b
+	out, err := msgpack.Marshal(&m)
+	require.NoError(t, err)
+	return out
+}
+
+// appendEvents seals evs onto the site's chain and appends them, as a
+// gateway would (correct chain and expected sequence).
+func appendEvents(t *testing.T, st *jsstore.Store, s *aggregates.Site, evs ...events.Event) uint64 {
+	t.Helper()
+	data, last, err := events.Seal(s.Hash, evs)
+	require.NoError(t, err)
+	seq, err := st.Append(context.Background(), events.SiteSubject(s.ID), s.Seq, data)
+	require.NoError(t, err)
+	require.NoError(t, s.ApplyMessage(seq, evs))
+	require.Equal(t, last, s.Hash)
+	return seq
+}
+
+// replaySite rebuilds site id from its messages up to sequence upTo,
+// leaving out the message at sequence skip (0: none).
+func replaySite(t *testing.T, msgs []events.Msg, id string, upTo, skip uint64) *aggregates.Site {
+	t.Helper()
+	s := aggregates.NewSite(id)
+	for _, m := range msgs {
+		if m.Subject != events.SiteSubject(id) || m.Seq > upTo || m.Seq == skip {
+			continue
+		}
+		evs, err := events.Decode(m.Data)
+		require.NoError(t, err)
+		require.NoError(t, s.ApplyMessage(m.Seq, evs))
+	}
+	return s
+}
+
+// findTx returns the first transaction of s with kind and status.
+func findTx(t *testing.T, s *aggregates.Site, k aggregates.Kind, st aggregates.Status) int32 {
+	t.Helper()
+	for i := range s.Txs {
+		if s.Txs[i].Kind == k && s.Txs[i].Status == st {
+			return int32(i)
+		}
+	}
+	t.Fatalf("site %s has no %s %s", s.ID, k, st)
+	return -1
+}
+
+// check returns a site's named check.
+func check(t *testing.T, rep *audit.Report, site, name string) audit.Check {
+	t.Helper()
+	s, ok := rep.Site(site)
+	require.True(t, ok, "site %s in the report", site)
+	c, ok := s.Check(name)
+	require.True(t, ok, "check %s of site %s", name, site)
+	return c
+}
+
+// failed lists the failed checks of a report as "site/check".
+func failed(rep *audit.Report) []string {
+	var out []string
+	for _, c := range rep.Checks {
+		if c.Status == audit.Fail {
+			out = append(out, "/"+c.Name)
+		}
+	}
+	for _, s := range rep.Subjects {
+		for _, c := range s.Checks {
+			if c.Status == audit.Fail {
+				out = append(out, s.Subject+"/"+c.Name)
+			}
+		}
+	}
+	for _, s := range rep.Sites {
+		for _, c := range s.Checks {
+			if c.Status == audit.Fail {
+				out = append(out, s.ID+"/"+c.Name)
+			}
+		}
+	}
+	return out
+}

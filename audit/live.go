@@ -1,0 +1,212 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+
+	"gateway/aggregates"
+	"gateway/events"
+)
+
+// liveModel rebuilds a site the way a gateway starts: from its snapshot
+// ("site-<id>", aggregates.UnmarshalSiteSnapshot) plus the site's messages
+// stored after the snapshot's sequence. The audit compares it with the full
+// replay from sequence 1, which catches a snapshot that is stale (claims a
+// sequence whose messages it lacks) or wrong.
+type liveModel struct {
+	// metaSeq is the sequence the snapshot was saved at (object metadata).
+	metaSeq uint64
+	// snapSeq is the sequence inside the snapshot, where replay resumes.
+	snapSeq uint64
+	// site is nil when the snapshot cannot be used; skip says why.
+	site    *aggregates.Site
+	skip    string
+	applied uint64
+	p       problems
+}
+
+// newLiveModel decodes a snapshot of site id saved at metaSeq. A snapshot the
+// build cannot read is skipped, as the gateway ignores it too.
+func newLiveModel(id string, metaSeq uint64, data []byte, end uint64) *liveModel {
+	l := &liveModel{metaSeq: metaSeq}
+	s, err := aggregates.UnmarshalSiteSnapshot(data)
+	switch {
+	case err != nil:
+		l.skip = fmt.Sprintf("snapshot at seq %d unreadable by this build (%v): the gateway ignores it and replays from the stream", metaSeq, err)
+	case s.ID != id:
+		l.skip = fmt.Sprintf("snapshot site-%s holds site %q: the gateway ignores it and replays from the stream", id, s.ID)
+	case s.Seq > end:
+		l.skip = fmt.Sprintf("snapshot at seq %d is newer than the audited range (1..%d)", s.Seq, end)
+	default:
+		l.site, l.snapSeq = s, s.Seq
+	}
+	return l
+}
+
+// message applies a site message stored after the snapshot.
+func (l *liveModel) message(seq uint64, evs []events.Event) {
+	if l.site == nil || seq <= l.snapSeq {
+		return
+	}
+	l.applied++
+	var applyErr error
+	if err := safely(func() { applyErr = l.site.ApplyMessage(seq, evs) }); err != nil {
+		applyErr = err
+	}
+	if applyErr != nil {
+		l.p.addf(&Position{Seq: seq}, "", "the snapshot's state could not apply the message: %v", applyErr)
+	}
+}
+
+func (a *siteAudit) liveCheck() Check {
+	l := a.live
+	if l == nil {
+		if a.checkpoint > 0 && a.firstSeq <= a.checkpoint {
+			var p problems
+			p.addf(&Position{Seq: a.firstSeq}, "", "no snapshot, although the site has messages before the checkpoint at seq %d, which promises one: "+
+				"a gateway starting from the checkpoint would miss them", a.checkpoint)
+			return p.check(CheckLiveModel, "")
+		}
+		return Check{Name: CheckLiveModel, Status: Skipped, Detail: "no snapshot: a gateway replays this site from the stream"}
+	}
+	if l.site == nil {
+		return Check{Name: CheckLiveModel, Status: Skipped, Detail: l.skip}
+	}
+	if l.metaSeq != l.snapSeq {
+		l.p.addf(nil, "", "the snapshot was saved as seq %d but holds the state at seq %d", l.metaSeq, l.snapSeq)
+	}
+	compareSites(a.agg, l.site, &l.p)
+	return l.p.check(CheckLiveModel, fmt.Sprintf("snapshot at seq %d + %d later messages vs full replay to seq %d: balance, pending, %d transactions, processIds",
+		l.snapSeq, l.applied, a.agg.Seq, len(a.agg.Txs)))
+}
+
+// compareSites reports every way live differs from full.
+func compareSites(full, live *aggregates.Site, p *problems) {
+	if live.ID != full.ID {
+		p.addf(nil, "", "site id %q, full replay %q", live.ID, full.ID)
+	}
+	if live.Seq != full.Seq {
+		p.addf(nil, "", "at seq %d, the full replay at seq %d", live.Seq, full.Seq)
+	}
+	if live.Hash != full.Hash {
+		p.addf(nil, "", "chain head %x, the full replay's %x", live.Hash[:8], full.Hash[:8])
+	}
+	if live.Balance != full.Balance {
+		p.addf(nil, "", "balance %d, the full replay's %d", live.Balance, full.Balance)
+	}
+	if live.PendingWithdrawals != full.PendingWithdrawals {
+		p.addf(nil, "", "pending withdrawals %d, the full replay's %d", live.PendingWithdrawals, full.PendingWithdrawals)
+	}
+	if d := configDiff(full.Cfg, live.Cfg); d != "" {
+		p.addf(nil, "", "settings differ: %s", d)
+	}
+	if len(live.Txs) != len(full.Txs) {
+		p.addf(nil, "", "%d transactions, the full replay %d", len(live.Txs), len(full.Txs))
+	}
+	n := int32(min(len(live.Txs), len(full.Txs)))
+	for i := int32(0); i < n; i++ {
+		id := aggregates.TxID(full.ID, i)
+		if d := txDiff(&full.Txs[i], &live.Txs[i]); d != "" {
+			p.addf(nil, id, "%s", d)
+		}
+		if lr, fr := live.Reason(i), full.Reason(i); lr != fr {
+			p.addf(nil, id, "status reason %q, the full replay's %q", lr, fr)
+		}
+		fp, lp := full.ProcessID(i), live.ProcessID(i)
+		if lp != fp {
+			p.addf(nil, id, "processId %q, the full replay's %q", lp, fp)
+		}
+		if j, ok := live.ByProcessID(fp); !ok || j != i {
+			p.addf(nil, id, "processId %q does not find it in the live model's index", fp)
+		}
+	}
+	lp, fp := pendingSet(live), pendingSet(full)
+	for i := range fp {
+		if !lp[i] {
+			p.addf(nil, aggregates.TxID(full.ID, i), "pending deposit of its user in the full replay, not in the live model")
+		}
+	}
+	for i := range lp {
+		if !fp[i] {
+			p.addf(nil, aggregates.TxID(full.ID, i), "pending deposit of its user in the live model, not in the full replay")
+		}
+	}
+}
+
+func pendingSet(s *aggregates.Site) map[int32]bool {
+	m := map[int32]bool{}
+	s.PendingDeposits(func(i int32, _ *aggregates.Tx) { m[i] = true })
+	return m
+}
+
+// txDiff names the fields in which live differs from full.
+func txDiff(full, live *aggregates.Tx) string {
+	if *full == *live {
+		return ""
+	}
+	var d []string
+	add := func(name string, l, f any) { d = append(d, fmt.Sprintf("%s %v (full replay %v)", name, l, f)) }
+	if live.Kind != full.Kind {
+		add("kind", live.Kind, full.Kind)
+	}
+	if live.Status != full.Status {
+		add("status", live.Status, full.Status)
+	}
+	if live.Amount != full.Amount {
+		add("amount", live.Amount, full.Amount)
+	}
+	if live.Requested != full.Requested {
+		add("requested", live.Requested, full.Requested)
+	}
+	if live.Fingerprint != full.Fingerprint {
+		add("fingerprint", live.Fingerprint, full.Fingerprint)
+	}
+	if live.User != full.User {
+		add("user", live.User, full.User)
+	}
+	if live.ExpiresAt != full.ExpiresAt {
+		add("expiresAt", live.ExpiresAt, full.ExpiresAt)
+	}
+	if live.UpdatedAt != full.UpdatedAt {
+		add("updatedAt", live.UpdatedAt, full.UpdatedAt)
+	}
+	if live.Seq != full.Seq || live.EvIdx != full.EvIdx {
+		add("created at", fmt.Sprintf("#%d.%d", live.Seq, live.EvIdx), fmt.Sprintf("#%d.%d", full.Seq, full.EvIdx))
+	}
+	if live.PidOff != full.PidOff {
+		add("processId offset", live.PidOff, full.PidOff)
+	}
+	return fmt.Sprintf("live model differs: %v", d)
+}
+
+// configDiff names the settings in which live differs from full.
+func configDiff(full, live *aggregates.Config) string {
+	if full == nil || live == nil {
+		if (full == nil) != (live == nil) {
+			return fmt.Sprintf("created: live %v, full replay %v", live != nil, full != nil)
+		}
+		return ""
+	}
+	var d []string
+	cmp := func(name string, eq bool) {
+		if !eq {
+			d = append(d, name)
+		}
+	}
+	cmp("name", live.Name == full.Name)
+	cmp("appKey", live.AppKey == full.AppKey)
+	cmp("secret", live.Secret == full.Secret && live.PrevSecret == full.PrevSecret && live.PrevSecretUntil == full.PrevSecretUntil)
+	cmp("webhookSecret", live.WebhookSecret == full.WebhookSecret && live.PrevWebhookSecret == full.PrevWebhookSecret &&
+		live.PrevWebhookSecretUntil == full.PrevWebhookSecretUntil)
+	cmp("negativeLimit", live.NegativeLimit == full.NegativeLimit)
+	cmp("ipAllowlist", slices.Equal(live.IPAllowlist, full.IPAllowlist))
+	cmp("callbackUrl", live.CallbackURL == full.CallbackURL)
+	cmp("hostedPage", live.HostedPage == full.HostedPage)
+	cmp("depositTtlSeconds", live.DepositTTLSeconds == full.DepositTTLSeconds)
+	cmp("rateLimit", live.RateLimit == full.RateLimit)
+	cmp("createdAt", live.CreatedAt == full.CreatedAt)
+	if len(d) == 0 {
+		return ""
+	}
+	return fmt.Sprint(d)
+}

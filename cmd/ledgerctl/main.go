@@ -1,0 +1,377 @@
+// Command ledgerctl is the operator's tool for the ledger stream: it audits
+// the history, lists a site's events and generates synthetic histories.
+//
+//	ledgerctl audit    [--site ID] [--json] [--quiet] [--gateway URL --token T] (--data DIR | --nats URL)
+//	ledgerctl events   --site ID [--from SEQ] [--limit N] [--json] (--data DIR | --nats URL)
+//	ledgerctl generate --data DIR [--events N] [--sites K] [--batch B] [--seed S] [--snapshot-at F]
+//
+// audit replays every site (subjects ledger.site.<id>) from sequence 1
+// through the gateway's own aggregate code and prints, per site, the balance,
+// pending withdrawals, counts and sums by status, and every invariant it
+// checked with pass or fail: the hash chains of every ledger subject, the
+// treasury computed independently from the events, the transactions' state
+// machine, the live read model (the site's snapshot plus the messages after
+// it, which is what a gateway starts from) against the full replay, and with
+// --gateway the running gateway's operator API. See package audit.
+//
+// Offline (--data DIR) it starts an embedded nats-server on the gateway's
+// data directory and only reads. The gateway must be stopped first: two
+// servers on one store directory corrupt it. To audit without stopping the
+// gateway, run the gateway with --nats-listen (or on a NATS cluster) and use
+// --nats URL, or audit a copy of the data directory.
+//
+// Exit status: 0 when every check passed, 1 when anything disagrees, 2 on a
+// usage error, 3 when the store could not be read.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"gateway/audit"
+	"gateway/events"
+	"gateway/events/jsstore"
+)
+
+// Exit statuses.
+const (
+	exitOK       = 0
+	exitMismatch = 1
+	exitUsage    = 2
+	exitError    = 3
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  ledgerctl audit    [--site ID] [--json] [--quiet] [--workers N] [--gateway URL --token T] (--data DIR | --nats URL)
+  ledgerctl events   --site ID [--from SEQ] [--limit N] [--json] (--data DIR | --nats URL)
+  ledgerctl generate --data DIR [--events N] [--sites K] [--batch B] [--seed S] [--snapshot-at F] [--quiet]
+
+--data DIR audits the gateway's data directory offline (stop the gateway first);
+--nats URL reads a running NATS server or cluster.
+Run "ledgerctl <command> --help" for the flags of a command.
+`
+
+// run is main without the process: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "audit":
+		return runAudit(ctx, args[1:], stdout, stderr)
+	case "events":
+		return runEvents(ctx, args[1:], stdout, stderr)
+	case "generate":
+		return runGenerate(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "ledgerctl: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+// source are the flags that say where the ledger is.
+type source struct {
+	data, nats string
+}
+
+func (s *source) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.data, "data", "", "the gateway's data directory, read offline with an embedded server (stop the gateway first)")
+	fs.StringVar(&s.nats, "nats", "", "URL(s) of a running NATS server or cluster holding the ledger stream")
+}
+
+func (s *source) validate() error {
+	if (s.data == "") == (s.nats == "") {
+		return errors.New("give exactly one of --data DIR or --nats URL")
+	}
+	return nil
+}
+
+// open binds to the existing ledger stream, read-only.
+func (s *source) open(ctx context.Context) (*jsstore.Store, func(), error) {
+	if s.data != "" {
+		if err := hasLedger(s.data); err != nil {
+			return nil, nil, err
+		}
+		srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: s.data})
+		if err != nil {
+			return nil, nil, err
+		}
+		nc, err := jsstore.ConnectInProcess(srv, "ledgerctl")
+		if err != nil {
+			srv.Shutdown()
+			return nil, nil, err
+		}
+		closeAll := func() {
+			nc.Close()
+			srv.Shutdown()
+			srv.WaitForShutdown()
+		}
+		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		st, err := jsstore.OpenExisting(octx, nc, jsstore.Options{})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("open ledger in %s: %w", s.data, err)
+		}
+		return st, closeAll, nil
+	}
+	nc, err := jsstore.Connect(s.nats, "ledgerctl")
+	if err != nil {
+		return nil, nil, err
+	}
+	octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	st, err := jsstore.OpenExisting(octx, nc, jsstore.Options{})
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("open ledger at %s: %w", s.nats, err)
+	}
+	return st, nc.Close, nil
+}
+
+// hasLedger refuses a directory that holds no ledger stream, so a mistyped
+// --data does not get an empty JetStream store created in it.
+func hasLedger(dir string) error {
+	p := filepath.Join(dir, "jetstream", "$G", "streams", events.StreamName)
+	if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+		return fmt.Errorf("no ledger stream in %s (expected %s)", dir, p)
+	}
+	return nil
+}
+
+// newFlags returns a flag set whose errors and help go to stderr.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("ledgerctl "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses args; it returns an exit status when the command must stop.
+func parse(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, true
+		}
+		return exitUsage, true
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+func usageErr(stderr io.Writer, fs *flag.FlagSet, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+	fs.Usage()
+	return exitUsage
+}
+
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("audit", stderr)
+	var src source
+	src.register(fs)
+	site := fs.String("site", "", "audit only this site id (default: every site, the catalog and every other ledger subject)")
+	asJSON := fs.Bool("json", false, "print the report as one JSON document")
+	quiet := fs.Bool("quiet", false, "no progress display on stderr")
+	workers := fs.Int("workers", 0, "goroutines replaying sites in parallel (default: GOMAXPROCS)")
+	gwURL := fs.String("gateway", "", "also compare each site's treasury with this running gateway's operator API (needs --token)")
+	token := fs.String("token", "", "operator bearer token for --gateway")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the audit to this file (go tool pprof)")
+	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	if err := src.validate(); err != nil {
+		return usageErr(stderr, fs, err)
+	}
+	if (*gwURL == "") != (*token == "") {
+		return usageErr(stderr, fs, errors.New("--gateway and --token go together"))
+	}
+	if *workers < 0 {
+		return usageErr(stderr, fs, errors.New("--workers must not be negative"))
+	}
+	st, closeStore, err := src.open(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
+		return exitError
+	}
+	defer closeStore()
+	o := audit.Options{Site: *site, Workers: *workers}
+	if !*quiet {
+		o.Progress = stderr
+	}
+	if *gwURL != "" {
+		o.Gateway = &audit.Gateway{URL: *gwURL, Token: *token}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
+			return exitError
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
+			return exitError
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, err := audit.Run(ctx, st, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
+		return exitError
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
+		return exitError
+	}
+	if !rep.OK {
+		return exitMismatch
+	}
+	return exitOK
+}
+
+func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("events", stderr)
+	var src source
+	src.register(fs)
+	site := fs.String("site", "", "the site id (required)")
+	from := fs.Uint64("from", 1, "start at the site's first message at or after this stream sequence")
+	limit := fs.Int("limit", 0, "print at most this many events (0: all)")
+	asJSON := fs.Bool("json", false, "print one JSON object per event")
+	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	if *site == "" {
+		return usageErr(stderr, fs, errors.New("--site is required"))
+	}
+	if err := src.validate(); err != nil {
+		return usageErr(stderr, fs, err)
+	}
+	if *limit < 0 {
+		return usageErr(stderr, fs, errors.New("--limit must not be negative"))
+	}
+	st, closeStore, err := src.open(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl events: %v\n", err)
+		return exitError
+	}
+	defer closeStore()
+	enc := json.NewEncoder(stdout)
+	n := 0
+	err = audit.History(ctx, st, *site, max(*from, 1), *limit, func(e audit.Entry) error {
+		n++
+		if *asJSON {
+			return enc.Encode(e.HistoryItem)
+		}
+		_, err := fmt.Fprintln(stdout, e.Line())
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl events: %v\n", err)
+		return exitError
+	}
+	if n == 0 {
+		fmt.Fprintf(stderr, "ledgerctl events: site %s has no events from seq %d\n", *site, *from)
+	}
+	return exitOK
+}
+
+func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("generate", stderr)
+	data := fs.String("data", "", "a new data directory to write the history into (required; must hold no ledger yet)")
+	n := fs.Int("events", 1_000_000, "events to write")
+	sites := fs.Int("sites", 100, "sites sharing them")
+	batch := fs.Int("batch", 100, "events per message (group commit)")
+	seed := fs.Uint64("seed", 1, "random seed")
+	snapAt := fs.Float64("snapshot-at", 0.5, "snapshot every site once this fraction of the events is written (0: none)")
+	quiet := fs.Bool("quiet", false, "no progress display on stderr")
+	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	switch {
+	case *data == "":
+		return usageErr(stderr, fs, errors.New("--data is required"))
+	case *n <= 0 || *sites <= 0 || *batch <= 0:
+		return usageErr(stderr, fs, errors.New("--events, --sites and --batch must be positive"))
+	case *snapAt < 0 || *snapAt > 1:
+		return usageErr(stderr, fs, errors.New("--snapshot-at must be between 0 and 1"))
+	}
+	if hasLedger(*data) == nil {
+		fmt.Fprintf(stderr, "ledgerctl generate: %s already holds a ledger; give a new directory\n", *data)
+		return exitUsage
+	}
+	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: *data})
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl generate: %v\n", err)
+		return exitError
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	nc, err := jsstore.ConnectInProcess(srv, "ledgerctl-generate")
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl generate: %v\n", err)
+		return exitError
+	}
+	defer nc.Close()
+	st, err := jsstore.Open(ctx, nc, jsstore.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl generate: %v\n", err)
+		return exitError
+	}
+	start := time.Now()
+	o := audit.GenOptions{Events: *n, Sites: *sites, Batch: *batch, Seed: *seed, SnapshotAt: *snapAt}
+	if !*quiet {
+		var lastPrint time.Time
+		o.Progress = func(done int) {
+			if now := time.Now(); now.Sub(lastPrint) >= 250*time.Millisecond || done >= *n {
+				lastPrint = now
+				fmt.Fprintf(stderr, "\rgenerate: %5.1f%%  %d/%d events  ", float64(done)*100/float64(*n), done, *n)
+			}
+		}
+	}
+	res, err := audit.Generate(ctx, st, o)
+	if !*quiet {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl generate: %v\n", err)
+		return exitError
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "generated %d events in %d messages over %d sites (stream seq 1..%d) in %s (%.0f events/s)\n",
+		res.Events, res.Messages, len(res.Sites), res.LastSeq, el.Round(time.Millisecond), float64(res.Events)/el.Seconds())
+	if *snapAt > 0 {
+		fmt.Fprintf(stdout, "snapshots of every site taken after %.0f%% of the events\n", *snapAt*100)
+	}
+	fmt.Fprintf(stdout, "audit it with: ledgerctl audit --data %s\n", *data)
+	return exitOK
+}

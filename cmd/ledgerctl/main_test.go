@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/audit"
+	"gateway/events"
+	"gateway/events/jsstore"
+)
+
+// ledgerctl runs the command in process and returns its exit status and
+// output.
+func ledgerctl(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRun_usageErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"no command", nil},
+		{"unknown command", []string{"frobnicate"}},
+		{"audit without a source", []string{"audit"}},
+		{"audit with both sources", []string{"audit", "--data", dir, "--nats", "nats://127.0.0.1:4222"}},
+		{"gateway without token", []string{"audit", "--data", dir, "--gateway", "http://127.0.0.1:1"}},
+		{"token without gateway", []string{"audit", "--data", dir, "--token", "t"}},
+		{"unknown flag", []string{"audit", "--data", dir, "--colour"}},
+		{"stray argument", []string{"audit", "--data", dir, "extra"}},
+		{"negative workers", []string{"audit", "--data", dir, "--workers", "-1"}},
+		{"events without site", []string{"events", "--data", dir}},
+		{"events without source", []string{"events", "--site", "s1"}},
+		{"events negative limit", []string{"events", "--site", "s1", "--data", dir, "--limit", "-2"}},
+		{"events bad from", []string{"events", "--site", "s1", "--data", dir, "--from", "x"}},
+		{"generate without data", []string{"generate"}},
+		{"generate no events", []string{"generate", "--data", dir, "--events", "0"}},
+		{"generate bad snapshot fraction", []string{"generate", "--data", dir, "--snapshot-at", "2"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := ledgerctl(t, tc.args...)
+			assert.Equal(t, exitUsage, code, "stdout %q stderr %q", out, errOut)
+			assert.NotEmpty(t, errOut)
+		})
+	}
+	code, out, _ := ledgerctl(t, "help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "ledgerctl audit")
+	code, _, _ = ledgerctl(t, "audit", "--help")
+	assert.Equal(t, exitOK, code)
+}
+
+func TestRun_storeErrors(t *testing.T) {
+	empty := t.TempDir()
+	code, _, errOut := ledgerctl(t, "audit", "--quiet", "--data", empty)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "no ledger stream in "+empty)
+	code, _, _ = ledgerctl(t, "events", "--site", "s1", "--data", filepath.Join(empty, "missing"))
+	assert.Equal(t, exitError, code)
+	// generate refuses to write into an existing ledger
+	code, _, _ = ledgerctl(t, "generate", "--quiet", "--data", empty, "--events", "500", "--sites", "1")
+	require.Equal(t, exitOK, code)
+	code, _, errOut = ledgerctl(t, "generate", "--quiet", "--data", empty, "--events", "500")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "already holds a ledger")
+}
+
+// TestRun_generateAuditEvents drives the three commands on one data
+// directory, offline, as an operator would.
+func TestRun_generateAuditEvents(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	code, out, errOut := ledgerctl(t, "generate", "--data", dir, "--events", "20000", "--sites", "4", "--batch", "50", "--seed", "3")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "generated 20000 events in 401 messages over 4 sites")
+	assert.Contains(t, errOut, "100.0%")
+
+	code, out, errOut = ledgerctl(t, "audit", "--data", dir)
+	require.Equal(t, exitOK, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "RESULT: PASS")
+	assert.Contains(t, out, "site s1: ")
+	assert.Contains(t, out, "[pass] live-model: snapshot at seq")
+	assert.Contains(t, out, "[pass] hash-chain")
+	assert.Contains(t, errOut, "events/s", "progress on stderr")
+
+	code, out, errOut = ledgerctl(t, "audit", "--data", dir, "--json", "--quiet")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Empty(t, errOut)
+	var rep audit.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.True(t, rep.OK)
+	assert.Equal(t, uint64(20000), rep.Events)
+	require.Len(t, rep.Sites, 4)
+	for _, s := range rep.Sites {
+		assert.True(t, s.OK)
+		assert.Equal(t, s.Balance, s.Adjustments.Amount+s.Deposits["approved"].Amount-s.Withdrawals["paid"].Amount)
+		assert.Equal(t, s.PendingWithdrawals, s.Withdrawals["pending"].Amount+s.Withdrawals["processing"].Amount)
+		c, ok := s.Check(audit.CheckLiveModel)
+		require.True(t, ok)
+		assert.Equal(t, audit.Pass, c.Status)
+	}
+
+	code, out, _ = ledgerctl(t, "audit", "--data", dir, "--site", "s2", "--quiet", "--workers", "1")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "site s2: ")
+	assert.NotContains(t, out, "site s1: ")
+
+	code, out, errOut = ledgerctl(t, "events", "--data", dir, "--site", "s3", "--limit", "5")
+	require.Equal(t, exitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 5)
+	lineRE := regexp.MustCompile(`^#\d+\.\d+ \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \S+ [a-z_.]+\.v\d+( \S+=\S.*)*$`)
+	for _, l := range lines {
+		assert.Regexp(t, lineRE, l)
+	}
+	assert.Regexp(t, `^#4\.0 \S+ op-audit-generator site\.created\.v1 id=s3 .*secret=\[redacted\] webhookSecret=\[redacted\]`, lines[0])
+	assert.Contains(t, lines[1], "treasury.adjusted.v1 amount=1000000000")
+
+	code, out, _ = ledgerctl(t, "events", "--data", dir, "--site", "s3", "--from", "300", "--limit", "2", "--json")
+	require.Equal(t, exitOK, code)
+	jl := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, jl, 2)
+	var item struct {
+		Seq  uint64         `json:"seq"`
+		Name string         `json:"name"`
+		Data map[string]any `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(jl[0]), &item))
+	assert.GreaterOrEqual(t, item.Seq, uint64(300))
+	assert.NotEmpty(t, item.Data)
+
+	code, out, errOut = ledgerctl(t, "events", "--data", dir, "--site", "nobody")
+	assert.Equal(t, exitOK, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "no events")
+}
+
+// TestRun_auditFails: a history with a forbidden transition (a pending
+// withdrawal paid, appended with a correct chain) makes the audit exit 1
+// and name the event.
+func TestRun_auditFails(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir})
+	require.NoError(t, err)
+	nc, err := jsstore.ConnectInProcess(srv, "test")
+	require.NoError(t, err)
+	ctx := context.Background()
+	st, err := jsstore.Open(ctx, nc, jsstore.Options{})
+	require.NoError(t, err)
+	gen, err := audit.Generate(ctx, st, audit.GenOptions{Events: 3000, Sites: 2, Seed: 8})
+	require.NoError(t, err)
+	s := gen.Sites[0].State
+	var i int32 = -1
+	for k := range s.Txs {
+		if s.Txs[k].Kind == aggregates.KindWithdrawal && s.Txs[k].Status == aggregates.StatusPending {
+			i = int32(k)
+			break
+		}
+	}
+	require.GreaterOrEqual(t, i, int32(0))
+	p := &events.WithdrawalPaid{TxID: aggregates.TxID(s.ID, i)}
+	data, _, err := events.Seal(s.Hash, []events.Event{{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: "op-x", Payload: p}})
+	require.NoError(t, err)
+	seq, err := st.Append(ctx, events.SiteSubject(s.ID), s.Seq, data)
+	require.NoError(t, err)
+	nc.Close()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+
+	code, out, _ := ledgerctl(t, "audit", "--data", dir, "--quiet")
+	assert.Equal(t, exitMismatch, code)
+	assert.Contains(t, out, "[FAIL] transitions")
+	assert.Contains(t, out, fmt.Sprintf("#%d.0 withdrawal.paid.v1: %s: withdrawal pending → paid is not an edge", seq, p.TxID))
+	assert.Contains(t, out, "RESULT: FAIL (1 checks failed; 1 of 2 sites failed)")
+
+	code, out, _ = ledgerctl(t, "audit", "--data", dir, "--quiet", "--json")
+	assert.Equal(t, exitMismatch, code)
+	var rep audit.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.False(t, rep.OK)
+	assert.Equal(t, 1, rep.FailedChecks)
+
+	// The other site alone is fine.
+	code, _, _ = ledgerctl(t, "audit", "--data", dir, "--quiet", "--site", gen.Sites[1].ID)
+	assert.Equal(t, exitOK, code)
+}
+
+// TestRun_auditOnline audits a running server over --nats and compares with
+// a gateway's operator API.
+func TestRun_auditOnline(t *testing.T) {
+	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1"})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	nc, err := jsstore.ConnectInProcess(srv, "test")
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	ctx := context.Background()
+	st, err := jsstore.Open(ctx, nc, jsstore.Options{})
+	require.NoError(t, err)
+	gen, err := audit.Generate(ctx, st, audit.GenOptions{Events: 3000, Sites: 3, Seed: 4, SnapshotAt: 0.5})
+	require.NoError(t, err)
+
+	code, out, errOut := ledgerctl(t, "audit", "--nats", srv.ClientURL(), "--quiet")
+	require.Equal(t, exitOK, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "RESULT: PASS (3 sites")
+
+	var off atomic.Value
+	off.Store("")
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		for _, g := range gen.Sites {
+			if r.URL.Path == "/ops/v1/sites/"+g.ID {
+				pend := g.PendingWithdrawals
+				if g.ID == off.Load().(string) {
+					pend += 7
+				}
+				fmt.Fprintf(w, `{"data":{"id":%q,"treasury":{"balance":%d,"pendingWithdrawals":%d,"currency":"IQD"}},"status":200}`, g.ID, g.Balance, pend)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer gw.Close()
+	code, out, _ = ledgerctl(t, "audit", "--nats", srv.ClientURL(), "--quiet", "--gateway", gw.URL, "--token", "tok")
+	assert.Equal(t, exitOK, code, out)
+	assert.Contains(t, out, "[pass] gateway")
+
+	off.Store(gen.Sites[2].ID)
+	code, out, _ = ledgerctl(t, "audit", "--nats", srv.ClientURL(), "--quiet", "--gateway", gw.URL, "--token", "tok")
+	assert.Equal(t, exitMismatch, code)
+	assert.Contains(t, out, fmt.Sprintf("the gateway shows pending withdrawals %d, the replay %d", gen.Sites[2].PendingWithdrawals+7, gen.Sites[2].PendingWithdrawals))
+}
