@@ -34,6 +34,9 @@ type Store struct {
 	stream jetstream.Stream
 	snaps  jetstream.ObjectStore
 	name   string
+	// readBatch overrides defaultReadBatch (tests use a small one to
+	// cross from the first fetch to the streaming read).
+	readBatch int
 }
 
 const snapshotBucket = "LEDGER_SNAPSHOTS"
@@ -164,39 +167,85 @@ func (s *Store) LastFor(ctx context.Context, subject string) (uint64, error) {
 // with sequence ≥ from, in stream order, until no matching message is
 // pending. It is the bulk path: start-up replay, audits, rebuilds.
 func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
+	// A no-wait fetch answers at once with what is pending, so an empty
+	// filter ends the read without waiting. An ordered consumer recreates
+	// itself on every fetch, though, so a longer read continues on a
+	// consumer that streams (one creation for the whole read).
+	next, more, err := s.readFirst(ctx, filter, from, fn)
+	if err != nil || !more {
+		return err
+	}
+	return s.readRest(ctx, filter, next, fn)
+}
+
+// defaultReadBatch is how many messages one pull of Read asks for.
+const defaultReadBatch = 4096
+
+func (s *Store) readBatchSize() int {
+	if s.readBatch > 0 {
+		return s.readBatch
+	}
+	return defaultReadBatch
+}
+
+// readFirst reads up to one batch of messages with one fetch. more says that
+// messages were still pending after them, from sequence next.
+func (s *Store) readFirst(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) (next uint64, more bool, err error) {
+	cons, err := s.ordered(ctx, filter, from)
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", filter, err)
+	}
+	batch, err := cons.FetchNoWait(s.readBatchSize())
+	if err != nil {
+		return 0, false, fmt.Errorf("read %s: %w", filter, mapErr(err))
+	}
+	for m := range batch.Messages() {
+		md, err := m.Metadata()
+		if err != nil {
+			return 0, false, fmt.Errorf("read %s: metadata: %w", filter, err)
+		}
+		if err := fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
+			return 0, false, err
+		}
+		next, more = md.Sequence.Stream+1, md.NumPending > 0
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return 0, false, fmt.Errorf("read %s: %w", filter, mapErr(err))
+	}
+	return next, more, nil
+}
+
+// readRest streams from sequence from, which readFirst saw pending, until
+// the message after which nothing matching is pending.
+func (s *Store) readRest(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
 	cons, err := s.ordered(ctx, filter, from)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", filter, err)
 	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(s.readBatchSize()))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", filter, mapErr(err))
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
 	for {
-		// A no-wait fetch answers at once with what is pending; an empty
-		// answer means the filter has nothing more.
-		batch, err := cons.FetchNoWait(1000)
+		m, err := it.Next()
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("read %s: %w", filter, mapErr(err))
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return fmt.Errorf("read %s: metadata: %w", filter, err)
-			}
-			if err := fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
-				return err
-			}
-			if md.NumPending == 0 {
-				return nil
-			}
+		md, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("read %s: metadata: %w", filter, err)
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("read %s: %w", filter, mapErr(err))
-		}
-		if n == 0 {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
+		if err := fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
 			return err
+		}
+		if md.NumPending == 0 {
+			return nil
 		}
 	}
 }

@@ -2,6 +2,7 @@ package jsstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -99,13 +100,19 @@ func TestStore_readAndFollow(t *testing.T) {
 		prev, err = st.Append(ctx, subj, last, []byte(fmt.Sprint(i)))
 		require.NoError(t, err)
 	}
-	var got []uint64
-	require.NoError(t, st.Read(ctx, events.SitePrefix+">", 1, func(m events.Msg) error {
-		got = append(got, m.Seq)
-		return nil
-	}))
-	require.Len(t, got, 2500)
-	assert.Equal(t, prev, got[len(got)-1])
+	for _, batch := range []int{0, 7, 1000} { // default; crossing to the streaming read
+		st.readBatch = batch
+		var got []uint64
+		require.NoError(t, st.Read(ctx, events.SitePrefix+">", 1, func(m events.Msg) error {
+			got = append(got, m.Seq)
+			return nil
+		}))
+		require.Len(t, got, 2500, "batch %d", batch)
+		for i, seq := range got {
+			require.Equal(t, uint64(i+1), seq, "batch %d: every message once, in order", batch)
+		}
+	}
+	st.readBatch = 7
 
 	var one int
 	require.NoError(t, st.Read(ctx, events.SiteSubject("s1"), 100, func(m events.Msg) error {
@@ -120,6 +127,18 @@ func TestStore_readAndFollow(t *testing.T) {
 		}
 	}
 	assert.Equal(t, want, one)
+
+	// A callback's error ends the read, on the streaming read too.
+	stopErr := errors.New("stop")
+	var n int
+	err := st.Read(ctx, events.SitePrefix+">", 1, func(events.Msg) error {
+		if n++; n == 20 {
+			return stopErr
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, stopErr)
+	assert.Equal(t, 20, n)
 
 	var empty int
 	require.NoError(t, st.Read(ctx, events.SiteSubject("none"), 1, func(events.Msg) error { empty++; return nil }))
