@@ -134,7 +134,7 @@ func (s *source) open(ctx context.Context) (*jsstore.Store, func(), error) {
 		}
 		return st, closeAll, nil
 	}
-	nc, err := jsstore.Connect(s.nats, "ledgerctl")
+	nc, err := jsstore.Dial(s.nats, "ledgerctl")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -74,6 +75,14 @@ func TestRun_storeErrors(t *testing.T) {
 	code, _, errOut := ledgerctl(t, "audit", "--quiet", "--data", empty)
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "no ledger stream in "+empty)
+	// nothing listening: a clear error at once, not a retry loop
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	code, _, errOut = ledgerctl(t, "audit", "--quiet", "--nats", "nats://"+addr)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "connect nats nats://"+addr)
 	code, _, _ = ledgerctl(t, "events", "--site", "s1", "--data", filepath.Join(empty, "missing"))
 	assert.Equal(t, exitError, code)
 	// generate refuses to write into an existing ledger

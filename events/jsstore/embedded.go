@@ -71,6 +71,16 @@ func ConnectInProcess(s *server.Server, name string) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// Dial connects once to an external server or cluster, for one-shot tools
+// (ledgerctl): no server answering is an error at once, not a retry loop.
+func Dial(urls, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(urls, nats.Name(name), nats.ReconnectBufSize(-1))
+	if err != nil {
+		return nil, fmt.Errorf("connect nats %s: %w", urls, err)
+	}
+	return nc, nil
+}
+
 // Connect connects to an external server or cluster (comma-separated URLs)
 // and keeps reconnecting for ever: the gateway answers 503 meanwhile.
 //
