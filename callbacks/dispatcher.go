@@ -1,0 +1,673 @@
+package callbacks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/events/jsstore"
+	"gateway/ledger"
+	"gateway/projections"
+)
+
+// Store is what the dispatcher reads from the ledger stream
+// (events/jsstore implements it).
+type Store interface {
+	Get(ctx context.Context, seq uint64) (events.Msg, error)
+	Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error
+}
+
+// Ledger is what the dispatcher needs of the ledger's state
+// (*ledger.Ledger implements it).
+type Ledger interface {
+	SiteConfig(siteID string) (*aggregates.Config, bool)
+	Followed() uint64
+	Sync(ctx context.Context, siteID string) error
+	ViewCtx(ctx context.Context, siteID string, fn func(*aggregates.Site) error) error
+}
+
+// Records builds a transaction's record as the status lookup returns it
+// (*projections.Reader implements it).
+type Records interface {
+	ByID(ctx context.Context, siteID, txID string) (projections.Record, error)
+}
+
+var (
+	_ Store   = (*jsstore.Store)(nil)
+	_ Ledger  = (*ledger.Ledger)(nil)
+	_ Records = (*projections.Reader)(nil)
+)
+
+// Config configures a Dispatcher. Only Conn is required: without Store,
+// Ledger and Records (a standalone dispatcher process), New opens the ledger
+// stream and follows it with a ledger of its own.
+type Config struct {
+	// Conn is the NATS connection (the gateway's own, or one to the same
+	// cluster).
+	Conn *nats.Conn
+	// Store, Ledger and Records are the gateway's; nil in a standalone
+	// process.
+	Store   Store
+	Ledger  Ledger
+	Records Records
+	// PublicURL is the base of hosted page links in records (standalone
+	// only; the gateway's Records already knows it).
+	PublicURL string
+	// Replicas is the replication of the CALLBACKS buckets (1 embedded,
+	// 3 in a 3-node cluster).
+	Replicas int
+	// Stream is the ledger stream (default events.StreamName).
+	Stream string
+	// Durable is the consumer's durable name (default "callbacks").
+	Durable string
+	// Bucket is the delivery state bucket (default "CALLBACKS"); the
+	// lease lives in Bucket + "_LEASE".
+	Bucket string
+	// Schedule is the retry schedule (default DefaultSchedule).
+	Schedule Schedule
+	// AllowPrivate allows callbacks to loopback, private, link-local and
+	// unspecified addresses (--callback-allow-private).
+	AllowPrivate bool
+	// Timeout bounds one attempt (default 15 s: a 2xx later is a failure).
+	Timeout time.Duration
+	// AckWait is the consumer's redelivery timeout; held messages are
+	// extended with InProgress every AckWait/3 (default 30 s).
+	AckWait time.Duration
+	// MaxAckPending bounds the messages held unacknowledged, that is, the
+	// messages with a callback not yet delivered or parked (default 10,000).
+	MaxAckPending int
+	// SiteConcurrency bounds one site's attempts in flight (default 16),
+	// so a merchant whose endpoint hangs holds at most that many.
+	SiteConcurrency int
+	// Concurrency bounds all attempts in flight (default 256).
+	Concurrency int
+	// SiteBacklog bounds one site's callbacks awaiting delivery (default
+	// 2,000). Beyond it a site's new callbacks are parked as failed at
+	// once, for an operator to resend, instead of filling MaxAckPending and
+	// stalling every other merchant.
+	SiteBacklog int
+	// LeaseTTL is how long the active dispatcher's lease lasts without
+	// renewal (default 10 s): a crashed dispatcher is replaced after it.
+	LeaseTTL time.Duration
+	// Logger receives operational logs.
+	Logger *slog.Logger
+
+	// afterAttempt, when set (tests), runs after every attempt and before
+	// its outcome is settled.
+	afterAttempt func(id string, o outcome)
+}
+
+func (c *Config) defaults() {
+	if c.Stream == "" {
+		c.Stream = events.StreamName
+	}
+	if c.Durable == "" {
+		c.Durable = "callbacks"
+	}
+	if c.Bucket == "" {
+		c.Bucket = "CALLBACKS"
+	}
+	if len(c.Schedule) == 0 {
+		c.Schedule = DefaultSchedule
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 15 * time.Second
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = 10000
+	}
+	if c.SiteConcurrency <= 0 {
+		c.SiteConcurrency = 16
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 256
+	}
+	if c.SiteBacklog <= 0 {
+		c.SiteBacklog = 2000
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Dispatcher delivers the callbacks of final-state events (CONTRACT §2) and
+// answers the operator's callback calls.
+//
+// Every gateway process (and any standalone dispatcher) makes one; the one
+// holding the lease (see lease) consumes the ledger stream through a durable
+// pull consumer and delivers. Every one of them can list deliveries (from
+// its copy of the CALLBACKS bucket) and resend (forwarded to the active
+// one over NATS).
+//
+// Delivery state is derived from the stream: the consumer's acknowledgement
+// of a message says its callbacks are settled (delivered or parked), and the
+// CALLBACKS bucket holds the details of the callbacks that needed more than
+// one attempt, keyed by webhook id. A message is acknowledged only after
+// the bucket holds what must survive it (a parked delivery's record).
+type Dispatcher struct {
+	cfg      Config
+	log      *slog.Logger
+	js       jetstream.JetStream
+	kv       jetstream.KeyValue
+	leaseKV  jetstream.KeyValue
+	ix       *index
+	client   *http.Client
+	global   chan struct{}
+	instance []byte
+
+	rngMu sync.Mutex
+	rng   *mrand.Rand
+
+	// active is the current term while this process is the dispatcher.
+	active atomic.Pointer[term]
+
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	closeOwn  func()
+	closeOnce sync.Once
+}
+
+// New prepares a dispatcher: it creates the CALLBACKS buckets if missing
+// and starts following the delivery state for the operator API. It does
+// not deliver until Run.
+func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
+	cfg.defaults()
+	if cfg.Conn == nil {
+		return nil, errors.New("callbacks: a NATS connection is required")
+	}
+	js, err := jetstream.New(cfg.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("callbacks: jetstream: %w", err)
+	}
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger, js: js, ix: newIndex(),
+		client: newClient(cfg.AllowPrivate, cfg.SiteConcurrency), global: make(chan struct{}, cfg.Concurrency),
+		rng: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))}
+	host, _ := os.Hostname()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	d.instance = []byte(host + "/" + hex.EncodeToString(b[:]))
+
+	if cfg.Store == nil || cfg.Ledger == nil || cfg.Records == nil {
+		if err := d.openOwn(ctx); err != nil {
+			return nil, err
+		}
+	}
+	d.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      cfg.Bucket,
+		Description: "callback delivery state, keyed by webhook id; derived from the ledger stream",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    cfg.Replicas,
+	})
+	if err != nil {
+		d.closeOwned()
+		return nil, fmt.Errorf("callbacks: bucket %s: %w", cfg.Bucket, err)
+	}
+	d.leaseKV, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      cfg.Bucket + "_LEASE",
+		Description: "which process is the active callback dispatcher",
+		History:     1,
+		TTL:         cfg.LeaseTTL,
+		Storage:     jetstream.MemoryStorage,
+		Replicas:    cfg.Replicas,
+	})
+	if err != nil {
+		d.closeOwned()
+		return nil, fmt.Errorf("callbacks: bucket %s_LEASE: %w", cfg.Bucket, err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	d.stopWatch, d.watchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(d.watchDone)
+		d.ix.watch(wctx, d.kv, d.log)
+	}()
+	return d, nil
+}
+
+// openOwn opens the ledger stream and starts a ledger and a record reader
+// over it, for a dispatcher running as its own process. The stream is not
+// created here (the gateway owns its configuration): New waits for it.
+func (d *Dispatcher) openOwn(ctx context.Context) error {
+	var st *jsstore.Store
+	for {
+		var err error
+		st, err = jsstore.OpenExisting(ctx, d.cfg.Conn, jsstore.Options{Stream: d.cfg.Stream})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, events.ErrNotFound) {
+			return fmt.Errorf("callbacks: open ledger: %w", err)
+		}
+		d.log.Info("waiting for the ledger stream to be created by a gateway", "stream", d.cfg.Stream)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	led := ledger.New(st, ledger.Config{Logger: d.log})
+	if err := led.Start(ctx); err != nil {
+		return fmt.Errorf("callbacks: start ledger: %w", err)
+	}
+	d.closeOwn = func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = led.Close(cctx)
+	}
+	if err := led.WaitReady(ctx); err != nil {
+		d.closeOwned()
+		return err
+	}
+	d.cfg.Store, d.cfg.Ledger = st, led
+	d.cfg.Records = projections.NewReader(led, st, d.cfg.PublicURL)
+	return nil
+}
+
+func (d *Dispatcher) closeOwned() {
+	if d.closeOwn != nil {
+		d.closeOwn()
+		d.closeOwn = nil
+	}
+}
+
+// Close stops following the delivery state and, in a standalone process,
+// closes the dispatcher's own ledger. Call it after Run has returned.
+func (d *Dispatcher) Close() {
+	d.closeOnce.Do(func() {
+		if d.stopWatch != nil {
+			d.stopWatch()
+			<-d.watchDone
+		}
+		d.closeOwned()
+	})
+}
+
+// Run delivers callbacks while this process holds the dispatcher lease,
+// and waits for the lease while another process holds it, until ctx ends.
+// It returns nil when ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	for {
+		l := &lease{kv: d.leaseKV, ttl: d.cfg.LeaseTTL, id: d.instance}
+		validUntil, err := l.acquire(ctx)
+		if err != nil {
+			return nil
+		}
+		d.log.Info("callback dispatcher active", "instance", string(d.instance))
+		err = d.lead(ctx, l, validUntil)
+		l.release()
+		if ctx.Err() != nil {
+			return nil
+		}
+		d.log.Warn("callback dispatcher stopped; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Run runs a dispatcher until ctx ends: the whole life of a standalone
+// dispatcher process (or of the one inside the gateway).
+func Run(ctx context.Context, cfg Config) error {
+	d, err := New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Run(ctx)
+}
+
+// Active reports whether this process is the delivering dispatcher now.
+func (d *Dispatcher) Active() bool { return d.active.Load() != nil }
+
+func (d *Dispatcher) resendSubject() string { return "gateway.callbacks." + d.cfg.Durable + ".resend" }
+
+// delay is the wait before retry n, with jitter; ok is false when the
+// schedule is exhausted.
+func (d *Dispatcher) delay(n int) (time.Duration, bool) {
+	d.rngMu.Lock()
+	defer d.rngMu.Unlock()
+	return d.cfg.Schedule.Delay(n, d.rng)
+}
+
+// term is one period as the active dispatcher. Its state starts empty: the
+// consumer redelivers whatever the previous term left unacknowledged.
+type term struct {
+	d      *Dispatcher
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// startDelivered is the consumer's last delivered stream sequence when
+	// the term began; windowEnd is when every message the previous term
+	// held has been redelivered (zero when it held none).
+	startDelivered uint64
+	windowEnd      time.Time
+
+	mu sync.Mutex
+	// maxSeq is the highest stream sequence dispatched; messages above it
+	// are seen for the first time, in order.
+	maxSeq   uint64
+	track    *tracker
+	held     map[uint64]*held
+	chains   map[string]*chain
+	inflight map[string]*job
+	sites    map[string]*siteState
+}
+
+// held is a message whose callbacks are not all settled yet.
+type held struct {
+	seq     uint64
+	reply   string
+	pending int
+}
+
+// chain is one transaction's unsettled callbacks in stream order; only the
+// head is delivered, so a transaction's callbacks arrive in event order.
+type chain struct{ q []*job }
+
+// siteState bounds one site's attempts and backlog.
+type siteState struct {
+	sem       chan struct{}
+	unsettled int
+}
+
+// lead is one term: it consumes and delivers until ctx ends, the lease is
+// lost or the consumer fails.
+func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) error {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cons, err := d.js.CreateOrUpdateConsumer(tctx, d.cfg.Stream, jetstream.ConsumerConfig{
+		Durable:       d.cfg.Durable,
+		Description:   "callback dispatcher: final-state events to merchants' callbackUrl",
+		FilterSubject: events.SitePrefix + ">",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       d.cfg.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: d.cfg.MaxAckPending,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", d.cfg.Durable, err)
+	}
+	info, err := cons.Info(tctx)
+	if err != nil {
+		return fmt.Errorf("consumer %s info: %w", d.cfg.Durable, err)
+	}
+	t := &term{d: d, ctx: tctx, cancel: cancel, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
+		track: newTracker(), held: map[uint64]*held{}, chains: map[string]*chain{}, inflight: map[string]*job{},
+		sites: map[string]*siteState{}}
+	if info.NumAckPending > 0 {
+		// The previous term's unacknowledged messages come back within
+		// AckWait of its last InProgress, which was before it lost the
+		// lease, which was before this term began.
+		t.windowEnd = time.Now().Add(d.cfg.AckWait + 2*time.Second)
+	}
+	sub, err := d.cfg.Conn.Subscribe(d.resendSubject(), t.serveResend)
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", d.resendSubject(), err)
+	}
+	d.active.Store(t)
+	defer func() {
+		d.active.Store(nil)
+		_ = sub.Unsubscribe()
+		t.stop()
+	}()
+
+	errc := make(chan error, 2)
+	t.goRun(func() { errc <- l.hold(tctx, validUntil) })
+	t.goRun(func() { errc <- t.consume(tctx, cons) })
+	t.goRun(t.progress)
+	t.goRun(t.resumeOrphans)
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	return err
+}
+
+func (t *term) goRun(fn func()) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		fn()
+	}()
+}
+
+// stop ends the term: attempts in flight are cancelled and every held
+// message is handed back (NAK) so the next term gets it without waiting for
+// AckWait; a delivery's retry state survives in the bucket.
+func (t *term) stop() {
+	t.cancel()
+	t.wg.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, h := range t.held {
+		_ = t.d.cfg.Conn.Publish(h.reply, []byte("-NAK"))
+	}
+	t.held = map[uint64]*held{}
+}
+
+// consume pulls the stream's site messages and dispatches them in order.
+func (t *term) consume(ctx context.Context, cons jetstream.Consumer) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				return fmt.Errorf("consume: %w", err)
+			}
+			// Missed heartbeats and the like: the iterator carries on.
+			t.d.log.Debug("callback consumer", "err", err)
+			continue
+		}
+		t.dispatch(m)
+	}
+}
+
+// progress extends the ack wait of every held message.
+func (t *term) progress() {
+	tick := time.NewTicker(t.d.cfg.AckWait / 3)
+	defer tick.Stop()
+	var replies []string
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		replies = replies[:0]
+		t.mu.Lock()
+		for _, h := range t.held {
+			replies = append(replies, h.reply)
+		}
+		t.mu.Unlock()
+		for _, r := range replies {
+			_ = t.d.cfg.Conn.Publish(r, []byte("+WPI"))
+		}
+	}
+}
+
+func (t *term) ack(reply string) { _ = t.d.cfg.Conn.Publish(reply, []byte("+ACK")) }
+
+// dispatch turns one site message into jobs, one per final-state event, and
+// queues them. A message without callbacks to make is acknowledged at once.
+func (t *term) dispatch(m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		t.d.log.Error("callback consumer: message without metadata", "subject", m.Subject(), "err", err)
+		return
+	}
+	seq, reply := md.Sequence.Stream, m.Reply()
+	site := strings.TrimPrefix(m.Subject(), events.SitePrefix)
+	t.mu.Lock()
+	if h := t.held[seq]; h != nil {
+		// A redelivery of a message still being worked on (an
+		// InProgress was late): acknowledge through the newest delivery.
+		h.reply = reply
+		t.mu.Unlock()
+		return
+	}
+	fresh := seq > t.maxSeq
+	t.mu.Unlock()
+
+	evs, err := events.Decode(m.Data())
+	if err != nil {
+		// Nothing can be delivered from it, and it would come back for
+		// ever: the audit reports corrupt messages.
+		t.d.log.Error("callback consumer: undecodable ledger message skipped", "seq", seq, "subject", m.Subject(), "err", err)
+		t.ack(reply)
+		return
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var jobs []*job
+	for i, e := range evs {
+		prev := ""
+		if fresh {
+			prev = t.track.observe(site, e)
+		}
+		typ := callbackType(e.Name)
+		if typ == "" {
+			continue
+		}
+		id := WebhookID(seq, i)
+		if t.inflight[id] != nil {
+			// A resend of it is already under way.
+			continue
+		}
+		jobs = append(jobs, &job{id: id, k: key{seq, i}, site: site, tx: txOf(e), typ: typ, ev: e, prev: prev,
+			fresh: fresh, kick: make(chan struct{}, 1)})
+	}
+	if fresh {
+		t.maxSeq = seq
+	}
+	if len(jobs) == 0 || t.d.noCallbackURL(site, seq) {
+		t.ack(reply)
+		return
+	}
+	h := &held{seq: seq, reply: reply, pending: len(jobs)}
+	t.held[seq] = h
+	for _, j := range jobs {
+		j.msg = h
+		t.enqueue(j)
+	}
+}
+
+// noCallbackURL reports whether the site certainly has no callbackUrl as
+// of seq: the ledger has applied the stream up to it.
+func (d *Dispatcher) noCallbackURL(site string, seq uint64) bool {
+	cfg, ok := d.cfg.Ledger.SiteConfig(site)
+	return ok && cfg.CallbackURL == "" && d.cfg.Ledger.Followed() >= seq
+}
+
+func (t *term) site(id string) *siteState {
+	s := t.sites[id]
+	if s == nil {
+		s = &siteState{sem: make(chan struct{}, t.d.cfg.SiteConcurrency)}
+		t.sites[id] = s
+	}
+	return s
+}
+
+// enqueue adds j to its transaction's chain and starts it if it is the
+// head (t.mu held).
+func (t *term) enqueue(j *job) {
+	s := t.site(j.site)
+	s.unsettled++
+	t.inflight[j.id] = j
+	if s.unsettled > t.d.cfg.SiteBacklog && j.msg != nil {
+		j.backlog = true
+		j.state = jobRunning
+		t.goRun(func() { t.run(j) })
+		return
+	}
+	c := t.chains[j.tx]
+	if c == nil {
+		c = &chain{}
+		t.chains[j.tx] = c
+	}
+	pos, _ := slices.BinarySearchFunc(c.q, j.k, func(a *job, k key) int { return a.k.cmp(k) })
+	if pos == 0 && len(c.q) > 0 && c.q[0].state != jobWaiting {
+		// The head is being delivered and cannot be overtaken; only a
+		// head waiting for an earlier callback to turn up can.
+		pos = 1
+	}
+	c.q = slices.Insert(c.q, pos, j)
+	if pos != 0 {
+		return
+	}
+	if len(c.q) > 1 {
+		c.q[1].state = jobQueued
+	}
+	j.state = jobRunning
+	t.goRun(func() { t.run(j) })
+}
+
+// settle removes a finished job: the next callback of its transaction
+// starts, and its message is acknowledged once all its callbacks are
+// settled.
+func (t *term) settle(j *job) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	j.state = jobDone
+	if t.inflight[j.id] == j {
+		delete(t.inflight, j.id)
+	}
+	t.site(j.site).unsettled--
+	if c := t.chains[j.tx]; c != nil {
+		if i := slices.Index(c.q, j); i >= 0 {
+			c.q = slices.Delete(c.q, i, i+1)
+		}
+		if len(c.q) == 0 {
+			delete(t.chains, j.tx)
+		} else if next := c.q[0]; next.state == jobQueued {
+			next.state = jobRunning
+			t.goRun(func() { t.run(next) })
+		}
+	}
+	if h := j.msg; h != nil {
+		h.pending--
+		if h.pending == 0 {
+			delete(t.held, h.seq)
+			t.ack(h.reply)
+		}
+	}
+}

@@ -1,0 +1,591 @@
+package callbacks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/projections"
+)
+
+func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/hook"))
+	dep := f.deposit("s1", 25000)
+	rej := f.deposit("s1", 1000)
+	wpaid := f.withdrawal("s1", 7000)
+	wrej := f.withdrawal("s1", 3000)
+	wrejp := f.withdrawal("s1", 4000)
+	now := time.Now()
+	f.append("s1", ev(&events.DepositApproved{TxID: dep, Amount: 24000, Requested: 25000}, now))
+	f.append("s1", ev(&events.DepositRejected{TxID: rej, Reason: "no transfer"}, now),
+		ev(&events.WithdrawalProcessing{TxID: wpaid}, now), ev(&events.WithdrawalProcessing{TxID: wrejp}, now))
+	f.append("s1", ev(&events.WithdrawalPaid{TxID: wpaid, Reference: "ref-9"}, now),
+		ev(&events.WithdrawalRejected{TxID: wrej, Reason: "bad account"}, now),
+		ev(&events.WithdrawalRejected{TxID: wrejp, Reason: "closed"}, now))
+	d, _ := f.dispatcher(Config{})
+
+	eventually(t, func() bool { return len(rcv.calls()) >= 5 }, "five callbacks")
+	wh, err := standardwebhooks.NewWebhook(testSecret("s1"))
+	require.NoError(t, err)
+	want := map[string]struct {
+		typ, status, prev string
+		amount            float64
+		reason            any
+	}{
+		dep:   {TypeDepositApproved, "approved", "pending", 24000, nil},
+		rej:   {TypeDepositRejected, "rejected", "pending", 1000, "no transfer"},
+		wpaid: {TypeWithdrawalPaid, "paid", "processing", 7000, "ref-9"},
+		wrej:  {TypeWithdrawalRejected, "rejected", "pending", 3000, "bad account"},
+		wrejp: {TypeWithdrawalRejected, "rejected", "processing", 4000, "closed"},
+	}
+	for tx, w := range want {
+		t.Run(w.typ+"/"+w.prev, func(t *testing.T) {
+			cs := rcv.byTx(tx)
+			require.Len(t, cs, 1)
+			c := cs[0]
+			require.NoError(t, wh.Verify(c.Body, c.Header), "verifies with the Standard Webhooks library")
+			assert.Equal(t, "application/json", c.Header.Get("Content-Type"))
+			_, _, ok := ParseWebhookID(c.ID)
+			assert.True(t, ok, "webhook-id %q", c.ID)
+			ts, err := strconv.ParseInt(c.Timestamp, 10, 64)
+			require.NoError(t, err)
+			assert.InDelta(t, time.Now().Unix(), ts, 300)
+			assert.Equal(t, w.typ, c.Msg.Type)
+			_, err = time.Parse(time.RFC3339, c.Msg.Timestamp)
+			assert.NoError(t, err)
+			d := c.Msg.Data
+			assert.Equal(t, w.status, d["status"])
+			assert.Equal(t, w.prev, d["previousStatus"])
+			assert.Equal(t, w.amount, d["amount"])
+			assert.Equal(t, w.reason, d["statusReason"])
+			assert.Equal(t, projections.ResponseHash("sec-s1", tx, "b1", int64(w.amount)), d["hash"])
+			assert.NotEmpty(t, d["updatedAt"])
+			assert.Equal(t, "p-"+tx, d["processId"])
+			if strings.HasPrefix(w.typ, "deposit") {
+				assert.Contains(t, d, "bankAccountIban", "the deposit record's own fields")
+			} else {
+				assert.Contains(t, d, "iban", "the withdrawal record's own fields")
+			}
+		})
+	}
+	c := rcv.byTx(dep)[0]
+	assert.Equal(t, float64(25000), c.Msg.Data["requestedAmount"])
+	// Nothing is recorded for a callback delivered at its first attempt.
+	eventually(t, f.consumerDone, "all messages acknowledged")
+	page, err := d.List(context.Background(), Filter{})
+	require.NoError(t, err)
+	assert.Empty(t, page.Items)
+}
+
+func TestDispatcher_signsWithBothSecretsDuringOverlap(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/"))
+	newSecret := testSecret("rotated")
+	f.append("s1", ev(&events.SiteWebhookSecretRotated{Secret: newSecret, PreviousValidUntil: time.Now().Add(time.Hour).UnixMilli()}, time.Now()))
+	tx := f.deposit("s1", 100)
+	f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
+	f.dispatcher(Config{})
+	eventually(t, func() bool { return len(rcv.byTx(tx)) == 1 }, "callback")
+	c := rcv.byTx(tx)[0]
+	assert.Len(t, strings.Fields(c.Signature), 2, "two signatures while the old secret is valid")
+	for _, s := range []string{newSecret, testSecret("s1")} {
+		wh, err := standardwebhooks.NewWebhook(s)
+		require.NoError(t, err)
+		assert.NoError(t, wh.Verify(c.Body, c.Header))
+	}
+}
+
+func TestDispatcher_retriesUntil2xx(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
+		switch n {
+		case 1:
+			return http.StatusInternalServerError, nil
+		case 2:
+			// A redirect is a failure, never followed.
+			return http.StatusFound, http.Header{"Location": {"/elsewhere"}}
+		}
+		return http.StatusNoContent, nil
+	})
+	f.createSite("s1", rcv.url("/hook"))
+	tx := f.deposit("s1", 500)
+	f.append("s1", ev(&events.DepositApproved{TxID: tx, Amount: 500, Requested: 500}, time.Now()))
+	d, _ := f.dispatcher(Config{})
+
+	eventually(t, func() bool { return len(rcv.byTx(tx)) == 3 }, "three attempts")
+	cs := rcv.byTx(tx)
+	for _, c := range cs[1:] {
+		assert.Equal(t, cs[0].ID, c.ID, "the same webhook-id on every retry")
+		assert.Equal(t, cs[0].Body, c.Body, "the same body on every retry")
+	}
+	eventually(t, func() bool {
+		p, err := d.List(context.Background(), Filter{Status: StatusDelivered})
+		return err == nil && len(p.Items) == 1
+	}, "delivered record")
+	p, err := d.List(context.Background(), Filter{Status: StatusDelivered})
+	require.NoError(t, err)
+	r := p.Items[0]
+	assert.Equal(t, cs[0].ID, r.EventID)
+	assert.Equal(t, 3, r.Attempts)
+	require.NotNil(t, r.LastStatusCode)
+	assert.Equal(t, 204, *r.LastStatusCode)
+	assert.Equal(t, "s1", r.SiteID)
+	assert.Equal(t, tx, r.TransactionID)
+	assert.Equal(t, TypeDepositApproved, r.Type)
+	assert.Nil(t, r.NextAttemptAt)
+	eventually(t, f.consumerDone, "message acknowledged once delivered")
+	assert.Len(t, rcv.byTx(tx), 3, "nothing after the 2xx")
+}
+
+func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
+	f := newFixture(t, false)
+	var healthy atomic.Bool
+	rcv := newReceiver(t, func(callback, int) (int, http.Header) {
+		if healthy.Load() {
+			return http.StatusOK, nil
+		}
+		return http.StatusInternalServerError, nil
+	})
+	f.createSite("s1", rcv.url("/hook"))
+	tx := f.withdrawal("s1", 900)
+	f.append("s1", ev(&events.WithdrawalRejected{TxID: tx, Reason: "limits"}, time.Now()))
+	d, _ := f.dispatcher(Config{Schedule: Schedule{10 * time.Millisecond, 20 * time.Millisecond}})
+
+	var parked Delivery
+	eventually(t, func() bool {
+		p, err := d.List(context.Background(), Filter{Status: StatusFailed})
+		if err != nil || len(p.Items) != 1 {
+			return false
+		}
+		parked = p.Items[0]
+		return true
+	}, "parked delivery")
+	assert.Equal(t, 3, parked.Attempts, "the first attempt and two retries")
+	require.NotNil(t, parked.LastStatusCode)
+	assert.Equal(t, 500, *parked.LastStatusCode)
+	assert.Equal(t, "HTTP 500", deref(parked.LastError))
+	assert.Nil(t, parked.NextAttemptAt)
+	eventually(t, f.consumerDone, "a parked delivery's message is acknowledged")
+	require.Len(t, rcv.byTx(tx), 3)
+
+	// The operator resends through the HTTP handlers, from a process that
+	// is not the active dispatcher: the call is forwarded to it.
+	other, err := New(context.Background(), Config{Conn: f.conn("ops"), Store: f.store, Ledger: f.led, Records: f.reader, Logger: f.log})
+	require.NoError(t, err)
+	defer other.Close()
+	require.False(t, other.Active())
+	healthy.Store(true)
+	h := other.Routes(testWriter(func(*http.Request) string { return "op-7" }))
+	res := serve(h, http.MethodPost, "/"+parked.EventID+"/resend")
+	require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+
+	eventually(t, func() bool { return len(rcv.byTx(tx)) == 4 }, "resent")
+	cs := rcv.byTx(tx)
+	assert.Equal(t, parked.EventID, cs[3].ID, "a resend keeps the webhook-id")
+	eventually(t, func() bool {
+		p, _ := other.List(context.Background(), Filter{Status: StatusDelivered})
+		return len(p.Items) == 1
+	}, "resent delivery recorded as delivered, seen by another process")
+	p, err := other.List(context.Background(), Filter{Status: StatusDelivered})
+	require.NoError(t, err)
+	assert.Equal(t, 1, p.Items[0].Resends)
+	assert.Equal(t, "op-7", p.Items[0].LastResendBy)
+	assert.Equal(t, 1, p.Items[0].Attempts)
+
+	// Listing over HTTP.
+	res = serve(h, http.MethodGet, "/?status=delivered")
+	require.Equal(t, http.StatusOK, res.Code)
+	var page projections.Page[Delivery]
+	require.NoError(t, json.Unmarshal(res.Body.Bytes(), &page))
+	require.Len(t, page.Items, 1)
+	assert.Nil(t, page.NextCursor)
+	res = serve(h, http.MethodGet, "/?status=lost")
+	assert.Equal(t, http.StatusBadRequest, res.Code)
+
+	// Unknown and non-callback events.
+	for _, id := range []string{"999999-0", "1-0", "x"} {
+		_, err := other.Resend(context.Background(), id, "op")
+		assert.ErrorIs(t, err, ErrEventNotFound, id)
+		assert.ErrorIs(t, err, aggregates.ErrNotFound, id)
+	}
+}
+
+func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
+		if n == 1 {
+			return 500, nil
+		}
+		return 200, nil
+	})
+	f.createSite("s1", rcv.url("/"))
+	f.createSite("s2", "")
+	var txs []string
+	for i := 0; i < 5; i++ {
+		tx := f.deposit("s1", int64(100+i))
+		f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
+		txs = append(txs, tx)
+	}
+	d, _ := f.dispatcher(Config{})
+	eventually(t, func() bool {
+		p, _ := d.List(context.Background(), Filter{Status: StatusDelivered})
+		return len(p.Items) == 5
+	}, "five deliveries after one failure each")
+	var ids []string
+	cursor := ""
+	for {
+		p, err := d.List(context.Background(), Filter{Cursor: cursor, Limit: 2})
+		require.NoError(t, err)
+		for _, it := range p.Items {
+			ids = append(ids, it.TransactionID)
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	assert.Equal(t, txs, ids, "pages in stream order")
+	_, err := d.List(context.Background(), Filter{Cursor: "garbage!"})
+	assert.ErrorIs(t, err, projections.ErrBadCursor)
+	p, err := d.List(context.Background(), Filter{SiteID: "s2"})
+	require.NoError(t, err)
+	assert.Empty(t, p.Items)
+
+	// Resending a delivered callback sends it once more.
+	id := rcv.byTx(txs[0])[0].ID
+	rec, err := d.Resend(context.Background(), id, "op")
+	require.NoError(t, err)
+	assert.Equal(t, StatusPending, rec.Status)
+	eventually(t, func() bool { return len(rcv.byTx(txs[0])) == 3 }, "resent")
+
+	// A site without callbackUrl has nothing to resend to.
+	tx := f.deposit("s2", 5)
+	seq := f.append("s2", ev(&events.DepositExpired{TxID: tx}, time.Now()))
+	_, err = d.Resend(context.Background(), WebhookID(seq, 0), "op")
+	assert.ErrorIs(t, err, ErrNoCallbackURL)
+}
+
+func TestDispatcher_ordersExpiredBeforeLateApproval(t *testing.T) {
+	f := newFixture(t, false)
+	var expiredOK atomic.Bool
+	rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
+		if c.Msg.Type == TypeDepositExpired && n < 3 {
+			return http.StatusServiceUnavailable, nil
+		}
+		if c.Msg.Type == TypeDepositExpired {
+			expiredOK.Store(true)
+		}
+		return http.StatusOK, nil
+	})
+	f.createSite("s1", rcv.url("/"))
+	tx, req := f.depositEvent("s1", 10000, time.Now().Add(-time.Second))
+	f.append("s1", req)
+	f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
+	// Retries slow enough that the approval is in the stream while the
+	// expired callback is still failing.
+	f.dispatcher(Config{Schedule: Schedule{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}})
+	eventually(t, func() bool { return len(rcv.byTx(tx)) >= 1 }, "first expired attempt")
+	f.append("s1", ev(&events.DepositApproved{TxID: tx, Amount: 9000, Requested: 10000}, time.Now()))
+
+	eventually(t, func() bool {
+		return count(rcv.byTx(tx), func(c callback) bool { return c.Msg.Type == TypeDepositApproved }) == 1
+	},
+		"approved callback")
+	cs := rcv.byTx(tx)
+	require.Len(t, cs, 4, "three expired attempts, then the approval")
+	for _, c := range cs[:3] {
+		assert.Equal(t, TypeDepositExpired, c.Msg.Type)
+		assert.Equal(t, "expired", c.Msg.Data["status"], "the expired callback describes the deposit as of its expiry")
+		assert.Equal(t, float64(10000), c.Msg.Data["amount"])
+		assert.Equal(t, "pending", c.Msg.Data["previousStatus"])
+		assert.Equal(t, projections.ResponseHash("sec-s1", tx, "b1", 10000), c.Msg.Data["hash"])
+	}
+	a := cs[3]
+	assert.Equal(t, "approved", a.Msg.Data["status"])
+	assert.Equal(t, "expired", a.Msg.Data["previousStatus"])
+	assert.Equal(t, float64(9000), a.Msg.Data["amount"])
+	assert.NotEqual(t, cs[0].ID, a.ID)
+}
+
+func TestDispatcher_previousStatusFromStreamAfterRestart(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/"))
+	dep, req := f.depositEvent("s1", 800, time.Now().Add(-time.Minute))
+	f.append("s1", req)
+	w := f.withdrawal("s1", 300)
+	late := f.deposit("s1", 50)
+	_, stop := f.dispatcher(Config{})
+	eventually(t, f.consumerDone, "creations consumed")
+	stop()
+
+	// The transactions were created before the next term began: their
+	// previous states are read back from the stream.
+	f.append("s1", ev(&events.DepositExpired{TxID: dep}, time.Now()), ev(&events.WithdrawalProcessing{TxID: w}, time.Now()))
+	f.append("s1", ev(&events.DepositApproved{TxID: dep, Amount: 800, Requested: 800}, time.Now()))
+	f.append("s1", ev(&events.WithdrawalRejected{TxID: w, Reason: "x"}, time.Now()),
+		ev(&events.DepositApproved{TxID: late, Amount: 50, Requested: 50}, time.Now()))
+	f.dispatcher(Config{})
+	eventually(t, func() bool { return len(rcv.calls()) == 4 }, "four callbacks")
+	prev := func(tx, typ string) any {
+		for _, c := range rcv.byTx(tx) {
+			if c.Msg.Type == typ {
+				return c.Msg.Data["previousStatus"]
+			}
+		}
+		return nil
+	}
+	assert.Equal(t, "pending", prev(dep, TypeDepositExpired))
+	assert.Equal(t, "expired", prev(dep, TypeDepositApproved))
+	assert.Equal(t, "processing", prev(w, TypeWithdrawalRejected))
+	assert.Equal(t, "pending", prev(late, TypeDepositApproved))
+	cs := rcv.byTx(dep)
+	assert.Equal(t, TypeDepositExpired, cs[0].Msg.Type)
+	assert.Equal(t, TypeDepositApproved, cs[1].Msg.Type)
+}
+
+func TestDispatcher_hangingSiteDoesNotDelayOthers(t *testing.T) {
+	f := newFixture(t, false)
+	hanging := newReceiver(t, func(callback, int) (int, http.Header) { return -1, nil })
+	healthy := newReceiver(t, nil)
+	f.createSite("slow", hanging.url("/"))
+	f.createSite("fast", healthy.url("/"))
+	for i := 0; i < 40; i++ {
+		tx := f.deposit("slow", 10)
+		f.append("slow", ev(&events.DepositExpired{TxID: tx}, time.Now()))
+	}
+	f.dispatcher(Config{Timeout: time.Minute, SiteConcurrency: 4})
+	eventually(t, func() bool { return len(hanging.calls()) == 4 }, "the slow site's endpoint holds its four slots")
+	var fast []string
+	for i := 0; i < 50; i++ {
+		tx := f.deposit("fast", 10)
+		f.append("fast", ev(&events.DepositApproved{TxID: tx, Amount: 10, Requested: 10}, time.Now()))
+		fast = append(fast, tx)
+	}
+	eventually(t, func() bool { return len(healthy.calls()) == len(fast) }, "every callback of the healthy site")
+	assert.Len(t, hanging.calls(), 4, "the slow site never had more than its slots")
+}
+
+func TestDispatcher_redeliversAfterCrashBeforeAck(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/"))
+	var txs []string
+	for i := 0; i < 3; i++ {
+		tx := f.deposit("s1", 10)
+		f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
+		txs = append(txs, tx)
+	}
+	// The first dispatcher's connection dies right after the merchant has
+	// answered 2xx to the first callback, before the acknowledgement.
+	crashConn := f.conn("doomed")
+	var crashed atomic.Bool
+	var crashedID atomic.Value
+	_, stop := f.dispatcher(Config{Conn: crashConn, afterAttempt: func(id string, o outcome) {
+		if o.ok && crashed.CompareAndSwap(false, true) {
+			crashedID.Store(id)
+			crashConn.Close()
+		}
+	}})
+	eventually(t, crashed.Load, "first delivery")
+	stop()
+	first := crashedID.Load().(string)
+	require.Equal(t, 1, count(rcv.calls(), func(c callback) bool { return c.ID == first }))
+
+	f.dispatcher(Config{})
+	eventually(t, func() bool { return count(rcv.calls(), func(c callback) bool { return c.ID == first }) == 2 },
+		"the unacknowledged callback is delivered again, with the same webhook-id")
+	for _, tx := range txs {
+		eventually(t, func() bool { return len(rcv.byTx(tx)) >= 1 }, "every callback delivered (%s)", tx)
+	}
+	eventually(t, f.consumerDone, "all acknowledged")
+}
+
+func TestDispatcher_noDeliveriesWithoutCallbackURL(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("quiet", "")
+	f.createSite("s1", rcv.url("/"))
+	for i := 0; i < 5; i++ {
+		tx := f.deposit("quiet", 10)
+		f.append("quiet", ev(&events.DepositApproved{TxID: tx, Amount: 10, Requested: 10}, time.Now()))
+	}
+	tx := f.deposit("s1", 10)
+	f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
+	d, _ := f.dispatcher(Config{})
+	eventually(t, f.consumerDone, "every message handled")
+	cs := rcv.calls()
+	require.Len(t, cs, 1)
+	assert.Equal(t, tx, cs[0].Msg.Data["transactionId"])
+	p, err := d.List(context.Background(), Filter{})
+	require.NoError(t, err)
+	assert.Empty(t, p.Items, "no records, no noise")
+	assert.NotContains(t, f.logs.String(), "level=WARN")
+	assert.NotContains(t, f.logs.String(), "level=ERROR")
+}
+
+func TestDispatcher_refusesPrivateAddresses(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/")) // 127.0.0.1
+	f.createSite("s2", strings.Replace(rcv.url("/"), "127.0.0.1", "localhost", 1))
+	tx1 := f.deposit("s1", 10)
+	f.append("s1", ev(&events.DepositExpired{TxID: tx1}, time.Now()))
+	tx2 := f.deposit("s2", 10)
+	f.append("s2", ev(&events.DepositExpired{TxID: tx2}, time.Now()))
+	f.denyPrivate = true
+	d, _ := f.dispatcher(Config{Schedule: Schedule{10 * time.Millisecond}})
+	eventually(t, func() bool {
+		p, _ := d.List(context.Background(), Filter{Status: StatusFailed})
+		return len(p.Items) == 2
+	}, "both parked")
+	p, err := d.List(context.Background(), Filter{Status: StatusFailed})
+	require.NoError(t, err)
+	for _, r := range p.Items {
+		assert.Equal(t, 2, r.Attempts, "each refusal is a failed attempt")
+		assert.Nil(t, r.LastStatusCode)
+		assert.True(t, hasPrefix(r.LastError, "refused to connect to"), deref(r.LastError))
+		assert.Contains(t, deref(r.LastError), "loopback")
+	}
+	assert.Empty(t, rcv.calls(), "nothing reached the loopback endpoint")
+}
+
+func TestDispatcher_honoursRetryAfter(t *testing.T) {
+	cases := []struct {
+		name  string
+		code  int
+		value func() string
+	}{
+		{"503 seconds", http.StatusServiceUnavailable, func() string { return "1" }},
+		{"429 http date", http.StatusTooManyRequests, func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
+				if n == 1 {
+					return tc.code, http.Header{"Retry-After": {tc.value()}}
+				}
+				return http.StatusOK, nil
+			})
+			f.createSite("s1", rcv.url("/"))
+			tx := f.deposit("s1", 10)
+			f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
+			// The schedule alone would wait an hour.
+			d, _ := f.dispatcher(Config{Schedule: Schedule{time.Hour}})
+			eventually(t, func() bool {
+				p, _ := d.List(context.Background(), Filter{Status: StatusPending})
+				return len(p.Items) == 1
+			}, "pending record")
+			p, err := d.List(context.Background(), Filter{Status: StatusPending})
+			require.NoError(t, err)
+			next, err := time.Parse(time.RFC3339, *p.Items[0].NextAttemptAt)
+			require.NoError(t, err)
+			assert.Less(t, time.Until(next), 3*time.Second, "next attempt set by Retry-After, not the schedule")
+			eventually(t, func() bool { return len(rcv.byTx(tx)) == 2 }, "retried after Retry-After")
+			cs := rcv.byTx(tx)
+			assert.GreaterOrEqual(t, cs[1].At.Sub(cs[0].At), 900*time.Millisecond, "not before Retry-After")
+		})
+	}
+}
+
+func TestDispatcher_oneActiveAtATime(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/"))
+	a, stopA := f.dispatcher(Config{Conn: f.conn("a")})
+	b, stopB := f.dispatcher(Config{Conn: f.conn("b")})
+	eventually(t, func() bool { return a.Active() || b.Active() }, "one takes the lease")
+	var txs []string
+	for i := 0; i < 20; i++ {
+		tx := f.deposit("s1", 10)
+		f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
+		txs = append(txs, tx)
+	}
+	eventually(t, func() bool { return len(rcv.calls()) == len(txs) }, "all delivered")
+	assert.False(t, a.Active() && b.Active(), "never both")
+	// The active one stops; the other takes over.
+	next := b
+	if b.Active() {
+		stopB()
+		next = a
+	} else {
+		stopA()
+	}
+	eventually(t, next.Active, "the other takes over")
+	tx := f.deposit("s1", 10)
+	f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
+	eventually(t, func() bool { return len(rcv.byTx(tx)) == 1 }, "delivered by the new one")
+	eventually(t, f.consumerDone, "all acknowledged")
+	for _, c := range rcv.calls() {
+		assert.Equal(t, 1, count(rcv.calls(), func(o callback) bool { return o.ID == c.ID }), "each callback once")
+	}
+}
+
+func TestDispatcher_backlogLimitParks(t *testing.T) {
+	f := newFixture(t, false)
+	hanging := newReceiver(t, func(callback, int) (int, http.Header) { return -1, nil })
+	f.createSite("s1", hanging.url("/"))
+	for i := 0; i < 6; i++ {
+		tx := f.deposit("s1", 10)
+		f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
+	}
+	d, _ := f.dispatcher(Config{Timeout: time.Minute, SiteConcurrency: 2, SiteBacklog: 4})
+	eventually(t, func() bool {
+		p, _ := d.List(context.Background(), Filter{Status: StatusFailed})
+		return len(p.Items) == 2
+	}, "callbacks beyond the backlog parked")
+	p, err := d.List(context.Background(), Filter{Status: StatusFailed})
+	require.NoError(t, err)
+	for _, r := range p.Items {
+		assert.Equal(t, 0, r.Attempts)
+		assert.Contains(t, deref(r.LastError), "awaiting delivery")
+	}
+}
+
+// testWriter answers like httpapi's envelope writer, minus the envelope.
+func testWriter(actor func(*http.Request) string) Writer {
+	return Writer{
+		Data: func(w http.ResponseWriter, r *http.Request, data any) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(data)
+		},
+		Error: func(w http.ResponseWriter, r *http.Request, err error) {
+			code := http.StatusInternalServerError
+			switch {
+			case errors.Is(err, aggregates.ErrNotFound):
+				code = http.StatusNotFound
+			case errors.Is(err, aggregates.ErrInvalidRequest), errors.Is(err, projections.ErrBadCursor):
+				code = http.StatusBadRequest
+			case errors.Is(err, aggregates.ErrInvalidTransition):
+				code = http.StatusConflict
+			case errors.Is(err, events.ErrUnavailable):
+				code = http.StatusServiceUnavailable
+			}
+			http.Error(w, err.Error(), code)
+		},
+		Actor: actor,
+	}
+}
+
+func serve(h http.Handler, method, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec
+}

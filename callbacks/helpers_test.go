@@ -1,0 +1,344 @@
+package callbacks
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/events/jsstore"
+	"gateway/ledger"
+	"gateway/projections"
+)
+
+// waitFor bounds a polled condition. Nothing asserts how fast anything
+// happens; it only stops a test that would otherwise hang.
+const waitFor = 30 * time.Second
+
+// eventually polls cond until it holds or waitFor passes.
+func eventually(t testing.TB, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: "+format, append([]any{waitFor}, args...)...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// logBuffer collects logs, safe for concurrent writers.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// fixture is an embedded JetStream server in a temp dir with the gateway's
+// store, ledger and record reader over it, and a writer of site events.
+type fixture struct {
+	t testing.TB
+	// denyPrivate keeps the refusal of loopback receivers; every other
+	// test's receiver is on 127.0.0.1.
+	denyPrivate bool
+	dir         string
+	srv         *server.Server
+	nc          *nats.Conn
+	store       *jsstore.Store
+	led         *ledger.Ledger
+	reader      *projections.Reader
+	logs        *logBuffer
+	log         *slog.Logger
+
+	mu    sync.Mutex
+	heads map[string]head
+	ntx   map[string]int32
+}
+
+type head struct {
+	seq  uint64
+	hash [32]byte
+}
+
+func newFixture(t testing.TB, syncAlways bool) *fixture {
+	t.Helper()
+	f := &fixture{t: t, dir: t.TempDir(), logs: &logBuffer{}, heads: map[string]head{}, ntx: map[string]int32{}}
+	f.log = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: f.dir, SyncAlways: syncAlways})
+	require.NoError(t, err)
+	f.srv = srv
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	f.nc = f.conn("gateway")
+	f.store, err = jsstore.Open(context.Background(), f.nc, jsstore.Options{})
+	require.NoError(t, err)
+	f.led = ledger.New(f.store, ledger.Config{Logger: f.log})
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	require.NoError(t, f.led.Start(ctx))
+	require.NoError(t, f.led.WaitReady(ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		_ = f.led.Close(ctx)
+	})
+	f.reader = projections.NewReader(f.led, f.store, "http://gw.test")
+	return f
+}
+
+// conn opens another in-process connection, as another process would.
+func (f *fixture) conn(name string) *nats.Conn {
+	nc, err := jsstore.ConnectInProcess(f.srv, name)
+	require.NoError(f.t, err)
+	f.t.Cleanup(nc.Close)
+	return nc
+}
+
+// append seals evs as one message on the site's subject.
+func (f *fixture) append(site string, evs ...events.Event) uint64 {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.heads[site]
+	data, last, err := events.Seal(h.hash, evs)
+	require.NoError(f.t, err)
+	seq, err := f.store.Append(context.Background(), events.SiteSubject(site), h.seq, data)
+	require.NoError(f.t, err)
+	f.heads[site] = head{seq: seq, hash: last}
+	return seq
+}
+
+func ev(p events.Payload, at time.Time) events.Event {
+	return events.Event{Name: p.EventName(), Time: at.UnixMilli(), Actor: events.ActorSystem, Payload: p}
+}
+
+// testSecret is a Standard Webhooks secret.
+func testSecret(seed string) string {
+	return "whsec_" + base64.StdEncoding.EncodeToString([]byte("key-of-"+seed+"-0123456789abcdef"))
+}
+
+// createSite appends the site's creation; url may be empty.
+func (f *fixture) createSite(site, url string) {
+	f.append(site, ev(&events.SiteCreated{SiteID: site, Name: "Shop " + site, AppKey: "ak_" + site, Secret: "sec-" + site,
+		WebhookSecret: testSecret(site), CallbackURL: url, DepositTTLSeconds: 1800, NegativeLimit: -1000000}, time.Now()))
+}
+
+// nextTx reserves the id of the site's next transaction.
+func (f *fixture) nextTx(site string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := f.ntx[site]
+	f.ntx[site] = i + 1
+	return aggregates.TxID(site, i)
+}
+
+func (f *fixture) depositEvent(site string, amount int64, expiresAt time.Time) (string, events.Event) {
+	tx := f.nextTx(site)
+	return tx, ev(&events.DepositRequested{TxID: tx, ProcessID: "p-" + tx, BankID: "b1", BankCode: "zain", BankName: "Zain Cash",
+		IdentifierKind: "PHONE", Amount: amount, UserID: "u-" + tx, UserName: "user", Name: "Ali Hassan",
+		ConvertedName: "alihassan", Lang: "en", AccountName: "Gateway", AccountNumber: "07701234567",
+		ExpiresAt: expiresAt.UnixMilli()}, time.Now())
+}
+
+// deposit appends a pending deposit and returns its id.
+func (f *fixture) deposit(site string, amount int64) string {
+	tx, e := f.depositEvent(site, amount, time.Now().Add(30*time.Minute))
+	f.append(site, e)
+	return tx
+}
+
+// withdrawal appends a pending withdrawal and returns its id.
+func (f *fixture) withdrawal(site string, amount int64) string {
+	tx := f.nextTx(site)
+	f.append(site, ev(&events.WithdrawalRequested{TxID: tx, ProcessID: "p-" + tx, BankID: "b1", BankCode: "zain",
+		IdentifierKind: "PHONE", Amount: amount, UserID: "u-" + tx, UserName: "user", Name: "Sara Ali",
+		ConvertedName: "saraali", AccountName: "Sara Ali", IBAN: "07709876543"}, time.Now()))
+	return tx
+}
+
+// dispatcher starts a dispatcher delivering in the background; the
+// returned stop function cancels it and waits for Run to return.
+func (f *fixture) dispatcher(cfg Config) (*Dispatcher, func()) {
+	f.t.Helper()
+	if cfg.Conn == nil {
+		cfg.Conn = f.nc
+	}
+	if cfg.Store == nil {
+		cfg.Store, cfg.Ledger, cfg.Records = f.store, f.led, f.reader
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = f.log
+	}
+	cfg.AllowPrivate = !f.denyPrivate
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = time.Second
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = 2 * time.Second
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if len(cfg.Schedule) == 0 {
+		cfg.Schedule = Schedule{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := New(ctx, cfg)
+	require.NoError(f.t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.Run(ctx)
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			d.Close()
+		})
+	}
+	f.t.Cleanup(stop)
+	return d, stop
+}
+
+// consumerDone reports whether the callbacks consumer has acknowledged
+// every site message up to the stream's end.
+func (f *fixture) consumerDone() bool {
+	js, err := jetstream.New(f.nc)
+	require.NoError(f.t, err)
+	c, err := js.Consumer(context.Background(), events.StreamName, "callbacks")
+	if err != nil {
+		return false
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		return false
+	}
+	last, err := f.store.LastSeq(context.Background())
+	require.NoError(f.t, err)
+	return info.NumAckPending == 0 && info.NumPending == 0 && info.Delivered.Stream >= last
+}
+
+// callback is one request a receiver got.
+type callback struct {
+	ID, Timestamp, Signature string
+	Header                   http.Header
+	Body                     []byte
+	At                       time.Time
+	Msg                      struct {
+		Type      string         `json:"type"`
+		Timestamp string         `json:"timestamp"`
+		Data      map[string]any `json:"data"`
+	}
+}
+
+// receiver is a merchant endpoint; answer decides each response (nil:
+// 200). It records every request.
+type receiver struct {
+	t      testing.TB
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []callback
+	answer func(c callback, n int) (int, http.Header)
+	hang   chan struct{}
+}
+
+func newReceiver(t testing.TB, answer func(c callback, n int) (int, http.Header)) *receiver {
+	r := &receiver{t: t, answer: answer, hang: make(chan struct{})}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		c := callback{ID: req.Header.Get("webhook-id"), Timestamp: req.Header.Get("webhook-timestamp"),
+			Signature: req.Header.Get("webhook-signature"), Header: req.Header.Clone(), Body: b, At: time.Now()}
+		_ = json.Unmarshal(b, &c.Msg)
+		r.mu.Lock()
+		r.got = append(r.got, c)
+		n := 0
+		for _, g := range r.got {
+			if g.ID == c.ID {
+				n++
+			}
+		}
+		answer := r.answer
+		r.mu.Unlock()
+		code := http.StatusOK
+		if answer != nil {
+			var h http.Header
+			code, h = answer(c, n)
+			for k, v := range h {
+				w.Header()[k] = v
+			}
+		}
+		if code < 0 {
+			select {
+			case <-r.hang:
+			case <-req.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(func() {
+		close(r.hang)
+		r.srv.Close()
+	})
+	return r
+}
+
+func (r *receiver) url(path string) string { return r.srv.URL + path }
+
+func (r *receiver) calls() []callback {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]callback(nil), r.got...)
+}
+
+// byTx returns the requests for a transaction, in arrival order.
+func (r *receiver) byTx(tx string) []callback {
+	var out []callback
+	for _, c := range r.calls() {
+		if c.Msg.Data["transactionId"] == tx {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// count counts the requests that satisfy pred.
+func count(cs []callback, pred func(callback) bool) int {
+	n := 0
+	for _, c := range cs {
+		if pred(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// hasPrefix is a small readability helper for error strings.
+func hasPrefix(s *string, p string) bool { return s != nil && strings.HasPrefix(*s, p) }

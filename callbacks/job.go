@@ -1,0 +1,466 @@
+package callbacks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/projections"
+)
+
+type jobState uint8
+
+const (
+	jobQueued  jobState = iota // behind an earlier callback of its transaction
+	jobRunning                 // its goroutine prepares, attempts or waits to retry
+	jobWaiting                 // head, waiting for an earlier callback that may still turn up
+	jobDone
+)
+
+// clockSkew is how far apart two gateway processes' clocks may be when one
+// decides an expiry and the other an approval.
+const clockSkew = 2 * time.Minute
+
+// job is the delivery of one callback.
+type job struct {
+	id   string
+	k    key
+	site string
+	tx   string
+	typ  string
+	ev   events.Event
+	// prev is the previous status ("" until known).
+	prev string
+	// pred is an earlier callback of the transaction found in the stream.
+	pred key
+	// msg is the message it came in (nil for resends and resumed records).
+	msg *held
+	// fresh: the message was seen for the first time, so no record of the
+	// delivery can exist yet.
+	fresh bool
+	// backlog: parked at once, the site's backlog being full.
+	backlog bool
+	kick    chan struct{}
+
+	// Guarded by term.mu.
+	state jobState
+	gen   int
+
+	// Owned by the job's goroutine.
+	prepared bool
+	body     []byte
+	attempts int
+	next     time.Time
+	rec      Delivery
+	recorded bool
+}
+
+// run drives j from its start to settled, or until the term ends.
+func (t *term) run(j *job) {
+	t.mu.Lock()
+	j.gen++
+	gen := j.gen
+	t.mu.Unlock()
+	ctx := t.ctx
+	if j.backlog {
+		t.park(ctx, j, fmt.Sprintf("not attempted: the site has %d callbacks awaiting delivery; resend once its endpoint has recovered",
+			t.d.cfg.SiteBacklog))
+		return
+	}
+	if !j.prepared {
+		done, err := t.prepare(ctx, j, gen)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.d.log.Error("callback cannot be built; parked", "eventId", j.id, "siteId", j.site, "transactionId", j.tx, "err", err)
+				t.park(ctx, j, err.Error())
+			}
+			return
+		}
+		if done || !j.prepared {
+			return
+		}
+	}
+	t.deliver(ctx, j)
+}
+
+// prepare loads what the job needs: its earlier retry state, the site's
+// settings, the record as of the event, its previous status. done means
+// the job was settled (or handed back) without an attempt.
+func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err error) {
+	d := t.d
+	if j.rec.EventID == "" {
+		j.rec = Delivery{EventID: j.id, SiteID: j.site, TransactionID: j.tx, Type: j.typ}
+	}
+	if !j.fresh && !j.recorded {
+		// Redelivered: an earlier term may have tried it already.
+		rec, found, err := d.load(ctx, j.id)
+		if err != nil {
+			return true, nil // only when ctx ended
+		}
+		if found {
+			switch rec.Status {
+			case StatusDelivered, StatusFailed:
+				t.settle(j)
+				return true, nil
+			}
+			j.restore(rec)
+		}
+	}
+	cfg, err := d.siteConfig(ctx, j.site, j.k.seq)
+	if err != nil {
+		return true, nil
+	}
+	if cfg == nil || cfg.CallbackURL == "" {
+		// No deliveries for a site without callbackUrl. A record from
+		// an earlier attempt is closed, so it does not stay pending.
+		if j.recorded {
+			t.park(ctx, j, "the site has no callbackUrl")
+		} else {
+			t.settle(j)
+		}
+		return true, nil
+	}
+	var rec projections.Record
+	if err := retry(ctx, func() error {
+		var err error
+		rec, err = d.cfg.Records.ByID(ctx, j.site, j.tx)
+		return err
+	}); err != nil {
+		return true, permanent(err)
+	}
+	if j.prev == "" {
+		if err := t.resolve(ctx, j, rec); err != nil {
+			return true, permanent(err)
+		}
+	}
+	if !j.pred.isZero() && j.pred.seq <= t.startDelivered && time.Now().Before(t.windowEnd) {
+		// The earlier callback of this transaction was in a message the
+		// previous term held: it is redelivered before windowEnd, and this
+		// one must not overtake it.
+		if !t.waitWindow(ctx, j, gen) {
+			return true, nil
+		}
+	}
+	j.body, err = body(j.typ, j.ev, asOf(rec, j.ev, cfg.Secret), j.prev)
+	if err != nil {
+		return true, err
+	}
+	j.prepared = true
+	return false, nil
+}
+
+// waitWindow waits, overtakable, until the redelivery window ends. It
+// reports whether j is still the head to deliver afterwards.
+func (t *term) waitWindow(ctx context.Context, j *job, gen int) bool {
+	t.mu.Lock()
+	if j.gen != gen || j.state != jobRunning {
+		t.mu.Unlock()
+		return false
+	}
+	j.state = jobWaiting
+	t.mu.Unlock()
+	timer := time.NewTimer(time.Until(t.windowEnd))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if j.gen != gen || j.state != jobWaiting {
+		// Overtaken by the earlier callback: started again when it is
+		// settled.
+		return false
+	}
+	j.state = jobRunning
+	return true
+}
+
+// resolve finds j's previous status (and any earlier callback of its
+// transaction) when the tracker could not tell.
+func (t *term) resolve(ctx context.Context, j *job, rec projections.Record) error {
+	if _, ok := j.ev.Payload.(*events.DepositApproved); ok && j.ev.Time < rec.ExpiresAtMs()-clockSkew.Milliseconds() {
+		// An expiry is decided at or after expiresAt; an approval before
+		// it cannot follow one.
+		j.prev = aggregates.StatusPending.String()
+		return nil
+	}
+	var from uint64
+	err := t.d.cfg.Ledger.ViewCtx(ctx, j.site, func(s *aggregates.Site) error {
+		i, ok := s.Lookup(j.tx)
+		if !ok {
+			return fmt.Errorf("transaction %s: %w", j.tx, aggregates.ErrNotFound)
+		}
+		from = s.Txs[i].Seq
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h, err := scanHistory(ctx, t.d.cfg.Store, j.site, j.tx, from, j.k)
+	if err != nil {
+		return err
+	}
+	j.prev, j.pred = h.prev, h.pred
+	return nil
+}
+
+func (k key) isZero() bool { return k.seq == 0 }
+
+// restore resumes a delivery from its record.
+func (j *job) restore(rec Delivery) {
+	j.rec, j.recorded, j.attempts = rec, true, rec.Attempts
+	if rec.NextAttemptAt != nil {
+		if at, err := time.Parse(time.RFC3339, *rec.NextAttemptAt); err == nil {
+			j.next = at
+		}
+	}
+}
+
+// deliver attempts until the callback is delivered or parked.
+func (t *term) deliver(ctx context.Context, j *job) {
+	d := t.d
+	for {
+		if wait := time.Until(j.next); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-j.kick:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		cfg, ok := d.cfg.Ledger.SiteConfig(j.site)
+		if !ok || cfg.CallbackURL == "" {
+			t.park(ctx, j, "the site has no callbackUrl")
+			return
+		}
+		o, ok := t.attempt(ctx, j, cfg)
+		if !ok {
+			return
+		}
+		if d.cfg.afterAttempt != nil {
+			d.cfg.afterAttempt(j.id, o)
+		}
+		now := time.Now()
+		j.attempts++
+		at := projections.FormatTime(now.UnixMilli())
+		j.rec.Attempts, j.rec.LastAttemptAt, j.rec.NextAttemptAt = j.attempts, &at, nil
+		j.rec.LastStatusCode = nil
+		if o.code != 0 {
+			c := o.code
+			j.rec.LastStatusCode = &c
+		}
+		if o.ok {
+			if j.recorded {
+				j.rec.Status = StatusDelivered
+				if !t.mustWrite(ctx, j) {
+					return
+				}
+			}
+			t.settle(j)
+			return
+		}
+		msg := o.err
+		j.rec.LastError = &msg
+		wait, more := d.delay(j.attempts)
+		if !more {
+			t.park(ctx, j, "")
+			return
+		}
+		if o.retryAfter > 0 {
+			wait = o.retryAfter
+		}
+		j.next = now.Add(wait)
+		next := projections.FormatTime(j.next.UnixMilli())
+		j.rec.Status, j.rec.NextAttemptAt = StatusPending, &next
+		d.log.Debug("callback attempt failed", "eventId", j.id, "siteId", j.site, "transactionId", j.tx,
+			"attempt", j.attempts, "status", o.code, "err", o.err, "retryIn", wait)
+		// The record of a retry is for the operator and for a later term
+		// to resume the schedule; losing one costs at most an early retry.
+		if err := d.write(ctx, &j.rec); err == nil {
+			j.recorded = true
+		} else if ctx.Err() == nil {
+			d.log.Warn("callback state not recorded", "eventId", j.id, "err", err)
+		}
+	}
+}
+
+// attempt makes one POST within the site's and the dispatcher's
+// concurrency bounds. ok is false when the term ended first.
+func (t *term) attempt(ctx context.Context, j *job, cfg *aggregates.Config) (outcome, bool) {
+	t.mu.Lock()
+	sem := t.site(j.site).sem
+	t.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return outcome{}, false
+	}
+	defer func() { <-sem }()
+	select {
+	case t.d.global <- struct{}{}:
+	case <-ctx.Done():
+		return outcome{}, false
+	}
+	defer func() { <-t.d.global }()
+	now := time.Now()
+	ts := now.Unix()
+	hdr := http.Header{
+		"Content-Type":      {"application/json"},
+		"User-Agent":        {"gateway-callbacks/1"},
+		"webhook-id":        {j.id},
+		"webhook-timestamp": {strconv.FormatInt(ts, 10)},
+		"webhook-signature": {signatures(cfg, j.id, ts, j.body, now.UnixMilli())},
+	}
+	o := post(ctx, t.d.client, cfg.CallbackURL, hdr, j.body, t.d.cfg.Timeout, now)
+	if ctx.Err() != nil {
+		return o, false
+	}
+	return o, true
+}
+
+// park settles j as failed, recording why; an operator can resend it.
+func (t *term) park(ctx context.Context, j *job, why string) {
+	if j.rec.EventID == "" {
+		j.rec = Delivery{EventID: j.id, SiteID: j.site, TransactionID: j.tx, Type: j.typ}
+	}
+	j.rec.Status, j.rec.NextAttemptAt = StatusFailed, nil
+	if why != "" {
+		j.rec.LastError = &why
+	}
+	if !t.mustWrite(ctx, j) {
+		return
+	}
+	t.d.log.Warn("callback parked as failed", "eventId", j.id, "siteId", j.site, "transactionId", j.tx,
+		"type", j.typ, "attempts", j.rec.Attempts, "lastError", deref(j.rec.LastError))
+	t.settle(j)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// mustWrite stores j's record before its message may be acknowledged,
+// retrying until it is stored or the term ends (then the message is
+// redelivered to the next term, which tries again).
+func (t *term) mustWrite(ctx context.Context, j *job) bool {
+	err := retry(ctx, func() error { return t.d.write(ctx, &j.rec) })
+	if err != nil {
+		return false
+	}
+	j.recorded = true
+	return true
+}
+
+// write stores a record in the bucket.
+func (d *Dispatcher) write(ctx context.Context, rec *Delivery) error {
+	rec.UpdatedAt = projections.FormatTime(time.Now().UnixMilli())
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := d.kv.Put(wctx, rec.EventID, b); err != nil {
+		return fmt.Errorf("record callback %s: %w", rec.EventID, err)
+	}
+	d.ix.put(*rec)
+	return nil
+}
+
+// load reads a record from the bucket; found is false when there is none.
+// Store errors are retried until ctx ends.
+func (d *Dispatcher) load(ctx context.Context, id string) (rec Delivery, found bool, err error) {
+	err = retry(ctx, func() error {
+		e, err := d.kv.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			found = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		if json.Unmarshal(e.Value(), &rec) != nil {
+			found = false
+		}
+		return nil
+	})
+	return rec, found, err
+}
+
+// siteConfig returns the site's settings, with the ledger caught up to at
+// least seq so a callbackUrl set just before the event is seen.
+func (d *Dispatcher) siteConfig(ctx context.Context, site string, seq uint64) (*aggregates.Config, error) {
+	if d.cfg.Ledger.Followed() < seq {
+		err := retry(ctx, func() error {
+			err := d.cfg.Ledger.Sync(ctx, site)
+			if errors.Is(err, aggregates.ErrSiteNotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	cfg, _ := d.cfg.Ledger.SiteConfig(site)
+	return cfg, nil
+}
+
+// permanentError marks an error that retrying cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	var p *permanentError
+	if errors.As(err, &p) {
+		return err
+	}
+	return &permanentError{err}
+}
+
+// retry runs fn until it succeeds, fails permanently (not found, corrupt),
+// or ctx ends; store outages are waited out with a capped backoff.
+func retry(ctx context.Context, fn func() error) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, aggregates.ErrNotFound) || errors.Is(err, aggregates.ErrSiteNotFound) ||
+			errors.Is(err, events.ErrCorrupt) || errors.Is(err, events.ErrNotFound) || errors.Is(err, events.ErrUnknownEvent) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,317 @@
+package callbacks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/projections"
+)
+
+// Errors of the operator calls. Each wraps the domain or store error that
+// httpapi already maps to a status (404, 409, 503), and they reach the
+// caller inside an *aggregates.FieldError whose message is safe to show.
+var (
+	// ErrEventNotFound: the id names no final-state event of a site.
+	ErrEventNotFound = fmt.Errorf("no such callback event: %w", aggregates.ErrNotFound)
+	// ErrNoCallbackURL: the event's site has no callbackUrl to resend to.
+	ErrNoCallbackURL = fmt.Errorf("the site has no callbackUrl: %w", aggregates.ErrInvalidTransition)
+	// ErrNoDispatcher: no process is delivering callbacks right now.
+	ErrNoDispatcher = fmt.Errorf("no callback dispatcher is running: %w", events.ErrUnavailable)
+)
+
+func notFound(id string) error {
+	return &aggregates.FieldError{Field: "eventId", Err: ErrEventNotFound,
+		Msg: fmt.Sprintf("%q is not the id of a callback event", id)}
+}
+
+func noURL() error {
+	return &aggregates.FieldError{Field: "eventId", Err: ErrNoCallbackURL, Msg: "the event's site has no callbackUrl"}
+}
+
+// List returns one page of delivery records in stream order.
+func (d *Dispatcher) List(ctx context.Context, f Filter) (projections.Page[Delivery], error) {
+	if err := d.ix.waitSynced(ctx); err != nil {
+		return projections.Page[Delivery]{Items: []Delivery{}}, err
+	}
+	return d.ix.list(f)
+}
+
+// Resend delivers the callback of event id again, with the same
+// webhook-id and a fresh retry schedule, whatever its state: a parked
+// delivery is tried again, a delivered one is sent once more, and one
+// waiting for its next retry is tried now. actor names the operator. It
+// returns the delivery's record; the attempts happen in the background.
+//
+// It runs in the active dispatcher: called elsewhere, it is forwarded there
+// over NATS, so the same callback is never attempted by two processes at
+// once.
+func (d *Dispatcher) Resend(ctx context.Context, id, actor string) (Delivery, error) {
+	if _, ok := keyOf(id); !ok {
+		return Delivery{}, notFound(id)
+	}
+	if t := d.active.Load(); t != nil {
+		return t.resend(ctx, id, actor)
+	}
+	req, _ := json.Marshal(resendRequest{EventID: id, Actor: actor})
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	msg, err := d.cfg.Conn.RequestWithContext(rctx, d.resendSubject(), req)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return Delivery{}, ErrNoDispatcher
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("resend %s: %w: %v", id, events.ErrUnavailable, err)
+	}
+	var rep resendReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return Delivery{}, fmt.Errorf("resend %s: bad reply: %w", id, err)
+	}
+	switch rep.Error {
+	case "":
+		return rep.Delivery, nil
+	case "not_found":
+		return Delivery{}, notFound(id)
+	case "no_callback_url":
+		return Delivery{}, noURL()
+	case "unavailable":
+		return Delivery{}, fmt.Errorf("resend %s: %w: %s", id, events.ErrUnavailable, rep.Message)
+	}
+	return Delivery{}, fmt.Errorf("resend %s: %s", id, rep.Message)
+}
+
+type resendRequest struct {
+	EventID string `json:"eventId"`
+	Actor   string `json:"actor"`
+}
+
+type resendReply struct {
+	Delivery Delivery `json:"delivery"`
+	Error    string   `json:"error,omitempty"`
+	Message  string   `json:"message,omitempty"`
+}
+
+// serveResend answers resends forwarded by other processes.
+func (t *term) serveResend(m *nats.Msg) {
+	var req resendRequest
+	var rep resendReply
+	if err := json.Unmarshal(m.Data, &req); err != nil {
+		rep.Error, rep.Message = "invalid", err.Error()
+	} else {
+		ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+		rep.Delivery, err = t.resend(ctx, req.EventID, req.Actor)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrEventNotFound):
+			rep.Error = "not_found"
+		case errors.Is(err, ErrNoCallbackURL):
+			rep.Error = "no_callback_url"
+		case errors.Is(err, events.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			rep.Error = "unavailable"
+		default:
+			rep.Error = "internal"
+		}
+		if err != nil {
+			rep.Message = err.Error()
+		}
+	}
+	b, _ := json.Marshal(rep)
+	_ = m.Respond(b)
+}
+
+// event reads the final-state event at id back from the stream.
+func (d *Dispatcher) event(ctx context.Context, id string) (*job, error) {
+	k, ok := keyOf(id)
+	if !ok {
+		return nil, notFound(id)
+	}
+	m, err := d.cfg.Store.Get(ctx, k.seq)
+	if errors.Is(err, events.ErrNotFound) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	site, ok := strings.CutPrefix(m.Subject, events.SitePrefix)
+	if !ok {
+		return nil, notFound(id)
+	}
+	evs, err := events.Decode(m.Data)
+	if err != nil {
+		return nil, fmt.Errorf("message %d: %w", k.seq, err)
+	}
+	if k.idx >= len(evs) || callbackType(evs[k.idx].Name) == "" {
+		return nil, notFound(id)
+	}
+	e := evs[k.idx]
+	return &job{id: id, k: k, site: site, tx: txOf(e), typ: callbackType(e.Name), ev: e, kick: make(chan struct{}, 1)}, nil
+}
+
+// resend runs in the active dispatcher.
+func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
+	d := t.d
+	j, err := d.event(ctx, id)
+	if err != nil {
+		return Delivery{}, err
+	}
+	cfg, err := d.siteConfig(ctx, j.site, j.k.seq)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if cfg == nil || cfg.CallbackURL == "" {
+		return Delivery{}, noURL()
+	}
+	t.mu.Lock()
+	if cur := t.inflight[id]; cur != nil {
+		// Being delivered: try it now rather than at its next retry.
+		select {
+		case cur.kick <- struct{}{}:
+		default:
+		}
+		t.mu.Unlock()
+		if rec, ok := d.ix.get(id); ok {
+			return rec, nil
+		}
+		return Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ, Status: StatusPending,
+			UpdatedAt: projections.FormatTime(time.Now().UnixMilli())}, nil
+	}
+	t.mu.Unlock()
+	old, _, err := d.load(ctx, id)
+	if err != nil {
+		return Delivery{}, err
+	}
+	// The record is written before the job starts: should this process
+	// stop before delivering, the next term finds it pending and resumes.
+	j.rec = Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ, Status: StatusPending,
+		Resends: old.Resends + 1, LastResendBy: actor, LastStatusCode: old.LastStatusCode, LastError: old.LastError,
+		LastAttemptAt: old.LastAttemptAt}
+	if err := d.write(ctx, &j.rec); err != nil {
+		return Delivery{}, fmt.Errorf("%w: %v", events.ErrUnavailable, err)
+	}
+	j.recorded, j.fresh = true, true
+	d.log.Info("callback resend", "eventId", id, "siteId", j.site, "transactionId", j.tx, "actor", actor)
+	t.mu.Lock()
+	if t.inflight[id] == nil {
+		t.enqueue(j)
+	}
+	t.mu.Unlock()
+	return j.rec, nil
+}
+
+// resumeOrphans restarts the pending deliveries no message stands for (a
+// resend whose process stopped), once every held message of the previous
+// term has been redelivered.
+func (t *term) resumeOrphans() {
+	ctx := t.ctx
+	if err := t.d.ix.waitSynced(ctx); err != nil {
+		return
+	}
+	if w := time.Until(t.windowEnd); w > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(w):
+		}
+	}
+	for _, rec := range t.d.ix.pending() {
+		t.mu.Lock()
+		busy := t.inflight[rec.EventID] != nil
+		t.mu.Unlock()
+		if busy {
+			continue
+		}
+		// Read it again: the copy may be older than the bucket.
+		cur, found, err := t.d.load(ctx, rec.EventID)
+		if err != nil {
+			return
+		}
+		if !found || cur.Status != StatusPending {
+			continue
+		}
+		j, err := t.d.event(ctx, rec.EventID)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.d.log.Warn("pending callback record names no event", "eventId", rec.EventID, "err", err)
+			}
+			continue
+		}
+		j.restore(cur)
+		j.fresh = true
+		t.mu.Lock()
+		if t.inflight[j.id] == nil {
+			t.enqueue(j)
+		}
+		t.mu.Unlock()
+	}
+}
+
+// Writer is how the handlers answer: httpapi passes its envelope writers,
+// so callback calls answer like every other operator call.
+type Writer struct {
+	// Data answers 200 with data in the envelope.
+	Data func(w http.ResponseWriter, r *http.Request, data any)
+	// Error answers an error in the envelope (httpapi maps the status).
+	Error func(w http.ResponseWriter, r *http.Request, err error)
+	// Actor names the authenticated operator (optional).
+	Actor func(r *http.Request) string
+}
+
+// ListHandler serves GET /ops/v1/callbacks?status=&site=&cursor=&limit=.
+func (d *Dispatcher) ListHandler(wr Writer) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		f := Filter{Status: q.Get("status"), SiteID: q.Get("site"), Cursor: q.Get("cursor")}
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 500 {
+				wr.Error(w, r, &aggregates.FieldError{Field: "limit", Err: aggregates.ErrInvalidRequest,
+					Msg: "limit must be an integer from 1 to 500"})
+				return
+			}
+			f.Limit = n
+		}
+		page, err := d.List(r.Context(), f)
+		if err != nil {
+			wr.Error(w, r, err)
+			return
+		}
+		wr.Data(w, r, page)
+	}
+}
+
+// ResendHandler serves POST /ops/v1/callbacks/{eventId}/resend.
+func (d *Dispatcher) ResendHandler(wr Writer) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		actor := ""
+		if wr.Actor != nil {
+			actor = wr.Actor(r)
+		}
+		rec, err := d.Resend(r.Context(), chi.URLParam(r, "eventId"), actor)
+		if err != nil {
+			wr.Error(w, r, err)
+			return
+		}
+		wr.Data(w, r, rec)
+	}
+}
+
+// Routes returns both calls as a router to mount at /ops/v1/callbacks,
+// for a caller that authorizes them alike (httpapi gives listing and
+// resending different roles, so it registers the handlers itself).
+func (d *Dispatcher) Routes(wr Writer) chi.Router {
+	r := chi.NewRouter()
+	r.Get("/", d.ListHandler(wr))
+	r.Post("/{eventId}/resend", d.ResendHandler(wr))
+	return r
+}

@@ -1,0 +1,187 @@
+package callbacks
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/projections"
+)
+
+// Callback types (CONTRACT §2): the final-state event names without their
+// version suffix.
+const (
+	TypeDepositApproved    = "deposit.approved"
+	TypeDepositRejected    = "deposit.rejected"
+	TypeDepositExpired     = "deposit.expired"
+	TypeWithdrawalPaid     = "withdrawal.paid"
+	TypeWithdrawalRejected = "withdrawal.rejected"
+)
+
+// callbackType returns the callback type of a final-state event, or "" for
+// an event that triggers no callback. The mapping is explicit, like the
+// event names themselves: a future ".v2" of an event must be added here.
+func callbackType(name string) string {
+	switch name {
+	case events.DepositApprovedName:
+		return TypeDepositApproved
+	case events.DepositRejectedName:
+		return TypeDepositRejected
+	case events.DepositExpiredName:
+		return TypeDepositExpired
+	case events.WithdrawalPaidName:
+		return TypeWithdrawalPaid
+	case events.WithdrawalRejectedName:
+		return TypeWithdrawalRejected
+	}
+	return ""
+}
+
+// txOf returns the transaction an event concerns ("" for site, treasury
+// and catalog events).
+func txOf(e events.Event) string {
+	switch p := e.Payload.(type) {
+	case *events.DepositRequested:
+		return p.TxID
+	case *events.DepositApproved:
+		return p.TxID
+	case *events.DepositRejected:
+		return p.TxID
+	case *events.DepositExpired:
+		return p.TxID
+	case *events.WithdrawalRequested:
+		return p.TxID
+	case *events.WithdrawalProcessing:
+		return p.TxID
+	case *events.WithdrawalPaid:
+		return p.TxID
+	case *events.WithdrawalRejected:
+		return p.TxID
+	}
+	return ""
+}
+
+// WebhookID is the Standard Webhooks message id of the idx-th event of the
+// ledger message at stream sequence seq. It names the event's place in the
+// stream, so it is the same on every retry, after restarts and on resends,
+// and the event can be read back from it.
+func WebhookID(seq uint64, idx int) string {
+	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(idx)
+}
+
+// ParseWebhookID is the inverse of WebhookID.
+func ParseWebhookID(id string) (seq uint64, idx int, ok bool) {
+	s, i, found := strings.Cut(id, "-")
+	if !found {
+		return 0, 0, false
+	}
+	seq, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || seq == 0 || strconv.FormatUint(seq, 10) != s {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(i)
+	if err != nil || n < 0 || n > 1<<16 || strconv.Itoa(n) != i {
+		return 0, 0, false
+	}
+	return seq, n, true
+}
+
+// asOf rewrites the transaction's current record into what it was right
+// after ev: a deposit that expired and was approved later is reported as
+// expired, with its requested amount, by the expired callback. Status,
+// amount, reason, hash and updatedAt come from the event; everything the
+// creation event fixed (names, bank, accounts) is unchanged by later events.
+func asOf(rec projections.Record, ev events.Event, secret string) projections.Record {
+	reason := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	switch p := ev.Payload.(type) {
+	case *events.DepositApproved:
+		rec.Status = aggregates.StatusApproved.String()
+		rec.Amount, rec.RequestedAmount = p.Amount, p.Requested
+		rec.StatusReason = nil
+	case *events.DepositRejected:
+		rec.Status = aggregates.StatusRejected.String()
+		rec.Amount = rec.RequestedAmount
+		rec.StatusReason = reason(p.Reason)
+	case *events.DepositExpired:
+		rec.Status = aggregates.StatusExpired.String()
+		rec.Amount = rec.RequestedAmount
+		rec.StatusReason = nil
+	case *events.WithdrawalPaid:
+		rec.Status = aggregates.StatusPaid.String()
+		rec.StatusReason = reason(p.Reference)
+	case *events.WithdrawalRejected:
+		rec.Status = aggregates.StatusRejected.String()
+		rec.StatusReason = reason(p.Reason)
+	}
+	rec.UpdatedAt = projections.FormatTime(ev.Time)
+	rec.Hash = projections.ResponseHash(secret, rec.TransactionID, rec.BankID, rec.Amount)
+	return rec
+}
+
+// body renders the callback body of CONTRACT §2:
+// {"type":…,"timestamp":…,"data":{record, previousStatus}}. The timestamp
+// is when the event happened, so the body is the same on every attempt.
+func body(typ string, ev events.Event, rec projections.Record, prev string) ([]byte, error) {
+	data, err := rec.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode record %s: %w", rec.TransactionID, err)
+	}
+	if len(data) < 2 || data[len(data)-1] != '}' {
+		return nil, fmt.Errorf("encode record %s: not an object", rec.TransactionID)
+	}
+	ps, _ := json.Marshal(prev)
+	data = append(data[:len(data)-1], `,"previousStatus":`...)
+	data = append(data, ps...)
+	data = append(data, '}')
+	return json.Marshal(struct {
+		Type      string          `json:"type"`
+		Timestamp string          `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}{typ, projections.FormatTime(ev.Time), data})
+}
+
+// webhookKey is the HMAC key of a Standard Webhooks secret: the base64
+// part after "whsec_". A secret that is not base64 (not one this gateway
+// issued) is used as raw bytes rather than refused, so its merchant still
+// gets callbacks it can verify with the same secret.
+func webhookKey(secret string) []byte {
+	s := strings.TrimPrefix(secret, "whsec_")
+	if k, err := base64.StdEncoding.DecodeString(s); err == nil && len(k) > 0 {
+		return k
+	}
+	return []byte(s)
+}
+
+// sign returns one Standard Webhooks signature: "v1," +
+// base64(HMAC-SHA256(key, id + "." + timestamp + "." + body)).
+func sign(secret, id string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, webhookKey(secret))
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write(strconv.AppendInt(nil, ts, 10))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// signatures is the webhook-signature header: the current secret's
+// signature and, while a rotated secret is in its overlap period, the
+// previous one's, space-separated.
+func signatures(cfg *aggregates.Config, id string, ts int64, body []byte, nowMs int64) string {
+	s := sign(cfg.WebhookSecret, id, ts, body)
+	if cfg.PrevWebhookSecret != "" && cfg.PrevWebhookSecretUntil > nowMs {
+		s += " " + sign(cfg.PrevWebhookSecret, id, ts, body)
+	}
+	return s
+}
