@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gateway/callbacks"
 	"io"
 	"mime"
 	"net/http"
@@ -68,6 +69,11 @@ func (s *Server) opsRoutes(r chi.Router) {
 	admin.Get("/operators", s.listOperators)
 	admin.Post("/operators", s.createOperator)
 	admin.Delete("/operators/{id}", s.revokeOperator)
+	if d := s.cfg.Callbacks; d != nil {
+		wr := callbacks.Writer{Data: s.writeData, Error: s.writeErr, Actor: func(r *http.Request) string { return info(r).actor }}
+		read.Get("/callbacks", d.ListHandler(wr))
+		act.Post("/callbacks/{eventId}/resend", d.ResendHandler(wr))
+	}
 }
 
 // roleKey carries the authenticated caller's role in the request context.

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"gateway/callbacks"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -30,7 +31,10 @@ type Config struct {
 	StoreReady func(ctx context.Context) error
 	// RequestTimeout bounds a request's waits on the ledger and the store.
 	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	// Callbacks serves /ops/v1/callbacks when set (the dispatcher may run
+	// in this process or another; its state is in JetStream either way).
+	Callbacks *callbacks.Dispatcher
+	Logger    *slog.Logger
 }
 
 // Server is the HTTP surface of the gateway.

@@ -213,8 +213,15 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		fmt.Fprintf(stdout, "Operator token (generated; pass --admin-token or GATEWAY_ADMIN_TOKEN to keep one): %s\n", token)
 	}
 	reader := projections.NewReader(led, store, publicURL)
+	disp, err := callbacks.New(ctx, callbacks.Config{Conn: nc, Store: store, Ledger: led, Records: reader,
+		Replicas: o.replicas, Schedule: o.retry, AllowPrivate: o.callbackAllowPrivate, Logger: log})
+	if err != nil {
+		closeLedger()
+		return fmt.Errorf("callback dispatcher: %w", err)
+	}
+	defer disp.Close()
 	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
-		AppVersion: appVersion(), StoreReady: store.Ping, Logger: log})
+		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Logger: log})
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
@@ -234,6 +241,17 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		defer close(sweepDone)
 		if led.WaitReady(ctx) == nil {
 			led.RunExpiry(ctx, time.Second)
+		}
+	}()
+	// Callbacks start once the state has caught up; they stop with the
+	// process (an unacknowledged delivery is delivered again next time).
+	dctx, stopDispatch := context.WithCancel(ctx)
+	defer stopDispatch()
+	dispatchDone := make(chan struct{})
+	go func() {
+		defer close(dispatchDone)
+		if led.WaitReady(dctx) == nil {
+			_ = disp.Run(dctx)
 		}
 	}()
 	errc := make(chan error, 1)
@@ -267,6 +285,8 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		log.Warn("drain incomplete", "err", err)
 	}
 	<-sweepDone
+	stopDispatch()
+	<-dispatchDone
 	closeLedger()
 	log.Info("stopped")
 	return nil
