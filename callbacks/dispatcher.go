@@ -111,6 +111,9 @@ type Config struct {
 	// afterAttempt, when set (tests), runs after every attempt and before
 	// its outcome is settled.
 	afterAttempt func(id string, o outcome)
+	// afterLog, when set (tests), runs after a delivery log batch is
+	// stored and before its messages are acknowledged.
+	afterLog func(ids []string)
 }
 
 func (c *Config) defaults() {
@@ -219,7 +222,7 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	}
 	d.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
-		Description: "callback delivery state, keyed by webhook id; derived from the ledger stream",
+		Description: "callback delivery state: records by webhook id, first-attempt deliveries in log.* batches",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    cfg.Replicas,
@@ -379,6 +382,8 @@ type term struct {
 	chains   map[string]*chain
 	inflight map[string]*job
 	sites    map[string]*siteState
+	// logc hands first-attempt deliveries to writeLog.
+	logc chan *job
 }
 
 // held is a message whose callbacks are not all settled yet.
@@ -422,7 +427,7 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	}
 	t := &term{d: d, ctx: tctx, cancel: cancel, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
 		track: newTracker(), held: map[uint64]*held{}, chains: map[string]*chain{}, inflight: map[string]*job{},
-		sites: map[string]*siteState{}}
+		sites: map[string]*siteState{}, logc: make(chan *job, maxBatch)}
 	if info.NumAckPending > 0 {
 		// The previous term's unacknowledged messages come back within
 		// AckWait of its last InProgress, which was before it lost the
@@ -444,6 +449,7 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	t.goRun(func() { errc <- l.hold(tctx, validUntil) })
 	t.goRun(func() { errc <- t.consume(tctx, cons) })
 	t.goRun(t.progress)
+	t.goRun(t.writeLog)
 	t.goRun(t.resumeOrphans)
 	select {
 	case err = <-errc:

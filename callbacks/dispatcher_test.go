@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,11 +86,33 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 	}
 	c := rcv.byTx(dep)[0]
 	assert.Equal(t, float64(25000), c.Msg.Data["requestedAmount"])
-	// Nothing is recorded for a callback delivered at its first attempt.
+	// Every delivery is listed, first-attempt ones from the delivery log,
+	// by every process (other follows the bucket without delivering).
 	eventually(t, f.consumerDone, "all messages acknowledged")
-	page, err := d.List(context.Background(), Filter{})
-	require.NoError(t, err)
-	assert.Empty(t, page.Items)
+	other, _ := f.dispatcher(Config{})
+	for _, dd := range []*Dispatcher{d, other} {
+		var page projections.Page[Delivery]
+		eventually(t, func() bool {
+			page, err = dd.List(context.Background(), Filter{Status: StatusDelivered})
+			return err == nil && len(page.Items) == 5
+		}, "five deliveries listed")
+		for _, it := range page.Items {
+			c := rcv.byTx(it.TransactionID)
+			require.Len(t, c, 1, "listed transaction %s", it.TransactionID)
+			assert.Equal(t, c[0].ID, it.EventID)
+			assert.Equal(t, want[it.TransactionID].typ, it.Type)
+			assert.Equal(t, "s1", it.SiteID)
+			assert.Equal(t, 1, it.Attempts)
+			require.NotNil(t, it.LastStatusCode)
+			assert.Equal(t, 200, *it.LastStatusCode)
+			assert.NotNil(t, it.LastAttemptAt)
+			assert.Nil(t, it.NextAttemptAt)
+			assert.Nil(t, it.LastError)
+		}
+		p, err := dd.List(context.Background(), Filter{Status: StatusFailed})
+		require.NoError(t, err)
+		assert.Empty(t, p.Items)
+	}
 }
 
 func TestDispatcher_signsWithBothSecretsDuringOverlap(t *testing.T) {
@@ -417,6 +440,113 @@ func TestDispatcher_redeliversAfterCrashBeforeAck(t *testing.T) {
 	eventually(t, f.consumerDone, "all acknowledged")
 }
 
+func TestDispatcher_loggedBeforeCrashIsNotDeliveredAgain(t *testing.T) {
+	f := newFixture(t, false)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/"))
+	tx := f.deposit("s1", 10)
+	f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
+	// The connection dies after the delivery log holds the callback and
+	// before the message is acknowledged.
+	crashConn := f.conn("doomed")
+	var logged atomic.Bool
+	_, stop := f.dispatcher(Config{Conn: crashConn, afterLog: func([]string) {
+		if logged.CompareAndSwap(false, true) {
+			crashConn.Close()
+		}
+	}})
+	eventually(t, logged.Load, "delivery logged")
+	stop()
+	require.False(t, f.consumerDone(), "the message is still unacknowledged")
+
+	d, _ := f.dispatcher(Config{})
+	eventually(t, f.consumerDone, "the redelivered message is acknowledged")
+	assert.Len(t, rcv.byTx(tx), 1, "the log says it was delivered: not sent again")
+	p, err := d.List(context.Background(), Filter{})
+	require.NoError(t, err)
+	require.Len(t, p.Items, 1)
+	assert.Equal(t, StatusDelivered, p.Items[0].Status)
+	assert.Equal(t, tx, p.Items[0].TransactionID)
+}
+
+func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
+	f := newFixture(t, false)
+	// Every other transaction's callback fails once, so the listing mixes
+	// records of their own with delivery log entries.
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
+		mu.Lock()
+		defer mu.Unlock()
+		amount, _ := c.Msg.Data["amount"].(float64)
+		if int(amount)%2 == 1 && !failed[c.ID] {
+			failed[c.ID] = true
+			return 503, nil
+		}
+		return 204, nil
+	})
+	f.createSite("s1", rcv.url("/"))
+	f.createSite("s2", rcv.url("/"))
+	var txs []string
+	for i := 0; i < 9; i++ {
+		site := []string{"s1", "s2"}[i%2]
+		tx := f.deposit(site, int64(100+i))
+		f.append(site, ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
+		txs = append(txs, tx)
+	}
+	d, _ := f.dispatcher(Config{})
+	eventually(t, func() bool {
+		p, _ := d.List(context.Background(), Filter{Status: StatusDelivered})
+		return len(p.Items) == 9
+	}, "nine deliveries")
+	var got []Delivery
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10, "paging ends")
+		p, err := d.List(context.Background(), Filter{Cursor: cursor, Limit: 2})
+		require.NoError(t, err)
+		got = append(got, p.Items...)
+		if p.NextCursor == nil {
+			break
+		}
+		cursor = *p.NextCursor
+	}
+	require.Len(t, got, 9)
+	for i, it := range got {
+		assert.Equal(t, txs[i], it.TransactionID, "item %d in stream order", i)
+		assert.Equal(t, TypeDepositRejected, it.Type)
+		assert.Equal(t, 1+i%2, it.Attempts, "item %d: odd amounts took two attempts", i)
+		require.NotNil(t, it.LastStatusCode)
+		assert.Equal(t, 204, *it.LastStatusCode)
+	}
+	p, err := d.List(context.Background(), Filter{SiteID: "s2", Status: StatusDelivered})
+	require.NoError(t, err)
+	require.Len(t, p.Items, 4)
+	for _, it := range p.Items {
+		assert.Equal(t, "s2", it.SiteID)
+	}
+	p, err = d.List(context.Background(), Filter{SiteID: "nope"})
+	require.NoError(t, err)
+	assert.Empty(t, p.Items)
+
+	// A resent first-attempt delivery keeps what its log entry said and
+	// is listed once, from its own record.
+	id := got[0].EventID
+	rec, err := d.Resend(context.Background(), id, "op-1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, rec.Resends)
+	require.NotNil(t, rec.LastStatusCode)
+	assert.Equal(t, 204, *rec.LastStatusCode)
+	eventually(t, func() bool { return len(rcv.byTx(txs[0])) == 2 }, "resent")
+	eventually(t, func() bool {
+		p, _ := d.List(context.Background(), Filter{Limit: 1})
+		return len(p.Items) == 1 && p.Items[0].Resends == 1 && p.Items[0].Status == StatusDelivered
+	}, "the resend's record replaces the log entry")
+	p, err = d.List(context.Background(), Filter{})
+	require.NoError(t, err)
+	assert.Len(t, p.Items, 9)
+}
+
 func TestDispatcher_noDeliveriesWithoutCallbackURL(t *testing.T) {
 	f := newFixture(t, false)
 	rcv := newReceiver(t, nil)
@@ -433,9 +563,13 @@ func TestDispatcher_noDeliveriesWithoutCallbackURL(t *testing.T) {
 	cs := rcv.calls()
 	require.Len(t, cs, 1)
 	assert.Equal(t, tx, cs[0].Msg.Data["transactionId"])
-	p, err := d.List(context.Background(), Filter{})
+	p, err := d.List(context.Background(), Filter{SiteID: "quiet"})
 	require.NoError(t, err)
 	assert.Empty(t, p.Items, "no records, no noise")
+	p, err = d.List(context.Background(), Filter{})
+	require.NoError(t, err)
+	require.Len(t, p.Items, 1)
+	assert.Equal(t, tx, p.Items[0].TransactionID)
 	assert.NotContains(t, f.logs.String(), "level=WARN")
 	assert.NotContains(t, f.logs.String(), "level=ERROR")
 }

@@ -61,6 +61,9 @@ type job struct {
 	next     time.Time
 	rec      Delivery
 	recorded bool
+	// code and at are the delivering attempt's, for the delivery log.
+	code int
+	at   int64
 }
 
 // run drives j from its start to settled, or until the term ends.
@@ -112,6 +115,13 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 				return true, nil
 			}
 			j.restore(rec)
+		} else if d.ix.waitSynced(ctx) != nil {
+			return true, nil
+		} else if _, logged := d.ix.logged(j.k); logged {
+			// Delivered and logged before the stop that kept its
+			// message from being acknowledged.
+			t.settle(j)
+			return true, nil
 		}
 	}
 	cfg, err := d.siteConfig(ctx, j.site, j.k.seq)
@@ -263,11 +273,17 @@ func (t *term) deliver(ctx context.Context, j *job) {
 			j.rec.LastStatusCode = &c
 		}
 		if o.ok {
-			if j.recorded {
-				j.rec.Status = StatusDelivered
-				if !t.mustWrite(ctx, j) {
-					return
+			if !j.recorded {
+				j.code, j.at = o.code, now.UnixMilli()
+				select {
+				case t.logc <- j:
+				case <-ctx.Done():
 				}
+				return
+			}
+			j.rec.Status = StatusDelivered
+			if !t.mustWrite(ctx, j) {
+				return
 			}
 			t.settle(j)
 			return

@@ -41,10 +41,28 @@ func noURL() error {
 
 // List returns one page of delivery records in stream order.
 func (d *Dispatcher) List(ctx context.Context, f Filter) (projections.Page[Delivery], error) {
+	page := projections.Page[Delivery]{Items: []Delivery{}}
 	if err := d.ix.waitSynced(ctx); err != nil {
-		return projections.Page[Delivery]{Items: []Delivery{}}, err
+		return page, err
 	}
-	return d.ix.list(f)
+	items, next, err := d.ix.list(f)
+	if err != nil {
+		return page, err
+	}
+	for _, it := range items {
+		if it.logged {
+			// The log keeps no more than it must: the transaction and
+			// the type are the event's, read back from the stream.
+			j, err := d.event(ctx, it.d.EventID)
+			if err != nil {
+				return page, fmt.Errorf("callback %s: %w", it.d.EventID, err)
+			}
+			it.d.TransactionID, it.d.Type = j.tx, j.typ
+		}
+		page.Items = append(page.Items, it.d)
+	}
+	page.NextCursor = next
+	return page, nil
 }
 
 // Resend delivers the callback of event id again, with the same
@@ -187,9 +205,12 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 			UpdatedAt: projections.FormatTime(time.Now().UnixMilli())}, nil
 	}
 	t.mu.Unlock()
-	old, _, err := d.load(ctx, id)
+	old, found, err := d.load(ctx, id)
 	if err != nil {
 		return Delivery{}, err
+	}
+	if !found {
+		old, _ = d.ix.logged(j.k)
 	}
 	// The record is written before the job starts: should this process
 	// stop before delivering, the next term finds it pending and resumes.

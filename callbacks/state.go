@@ -26,16 +26,12 @@ const (
 	StatusFailed    = "failed"
 )
 
-// Delivery is the state of one callback as the operator API shows it and
-// as the CALLBACKS bucket stores it, keyed by webhook id.
+// Delivery is the state of one callback as the operator API shows it.
 //
-// A record is written only when there is something to tell: a failed
-// attempt (pending with the next attempt's time), a parked delivery
-// (failed), a delivery that succeeded after failing or after a resend
-// (delivered), a resend. A callback delivered at its first attempt leaves
-// no record: the consumer's acknowledgement is its record, and the event
-// can still be resent by its id. Writing one for every callback would cost
-// an fsync each and cap callbacks near the store's fsync rate.
+// A callback that needed more than one attempt, was parked or resent has
+// a record of its own in the CALLBACKS bucket, keyed by webhook id and
+// rewritten at each attempt. One delivered at its first attempt is written
+// to the delivery log instead (see dlog.go), in batches.
 type Delivery struct {
 	// EventID is the webhook-id: "<stream sequence>-<index in message>".
 	EventID       string `json:"eventId"`
@@ -85,18 +81,23 @@ func (a key) cmp(b key) int {
 // a watcher, so the operator listing needs no scan of the bucket. It is
 // derived: dropping it and watching again rebuilds it.
 type index struct {
-	mu     sync.RWMutex
+	mu sync.RWMutex
+	// recs are the records of callbacks that needed more than one attempt
+	// or were resent, by webhook id; log holds the first-attempt ones.
 	recs   map[string]Delivery
+	log    *dlog
 	synced chan struct{}
 	once   sync.Once
 }
 
-func newIndex() *index { return &index{recs: map[string]Delivery{}, synced: make(chan struct{})} }
+func newIndex() *index {
+	return &index{recs: map[string]Delivery{}, log: newDlog(), synced: make(chan struct{})}
+}
 
 // watch follows the bucket until ctx ends, restarting after errors.
 func (ix *index) watch(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) {
 	for ctx.Err() == nil {
-		err := ix.watchOnce(ctx, kv)
+		err := ix.watchOnce(ctx, kv, log)
 		if ctx.Err() != nil {
 			return
 		}
@@ -109,13 +110,15 @@ func (ix *index) watch(ctx context.Context, kv jetstream.KeyValue, log *slog.Log
 	}
 }
 
-func (ix *index) watchOnce(ctx context.Context, kv jetstream.KeyValue) error {
+func (ix *index) watchOnce(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) error {
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = w.Stop() }()
-	fresh := map[string]Delivery{}
+	// The initial values go into a fresh copy swapped in whole, so a
+	// restarted watcher forgets records deleted meanwhile.
+	recs, dl := map[string]Delivery{}, newDlog()
 	initial := true
 	for {
 		select {
@@ -126,35 +129,42 @@ func (ix *index) watchOnce(ctx context.Context, kv jetstream.KeyValue) error {
 				return errors.New("watcher closed")
 			}
 			if e == nil {
-				// Initial values delivered: swap them in whole, so a
-				// restarted watcher forgets records deleted meanwhile.
 				ix.mu.Lock()
-				ix.recs, fresh, initial = fresh, nil, false
+				ix.recs, ix.log, initial = recs, dl, false
 				ix.mu.Unlock()
 				ix.once.Do(func() { close(ix.synced) })
 				continue
 			}
-			var d Delivery
-			del := e.Operation() != jetstream.KeyValuePut
-			if !del && json.Unmarshal(e.Value(), &d) != nil {
-				continue
+			if !initial {
+				ix.mu.Lock()
+				recs, dl = ix.recs, ix.log
 			}
-			if initial {
-				if del {
-					delete(fresh, e.Key())
-				} else {
-					fresh[e.Key()] = d
-				}
-				continue
+			apply(recs, dl, e, log)
+			if !initial {
+				ix.mu.Unlock()
 			}
-			ix.mu.Lock()
-			if del {
-				delete(ix.recs, e.Key())
-			} else {
-				ix.recs[e.Key()] = d
-			}
-			ix.mu.Unlock()
 		}
+	}
+}
+
+// apply folds one bucket entry into recs and dl.
+func apply(recs map[string]Delivery, dl *dlog, e jetstream.KeyValueEntry, log *slog.Logger) {
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(recs, e.Key())
+		return
+	}
+	if isBatchKey(e.Key()) {
+		es, err := decodeBatch(e.Value())
+		if err != nil {
+			log.Error("callback delivery log entry unreadable", "key", e.Key(), "err", err)
+			return
+		}
+		dl.add(e.Key(), es)
+		return
+	}
+	var d Delivery
+	if json.Unmarshal(e.Value(), &d) == nil {
+		recs[e.Key()] = d
 	}
 }
 
@@ -168,11 +178,31 @@ func (ix *index) waitSynced(ctx context.Context) error {
 	}
 }
 
+// get returns the record of id: its own, or its delivery log entry.
 func (ix *index) get(id string) (Delivery, bool) {
 	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	d, ok := ix.recs[id]
-	return d, ok
+	ix.mu.RUnlock()
+	if ok {
+		return d, true
+	}
+	k, ok := keyOf(id)
+	if !ok {
+		return Delivery{}, false
+	}
+	return ix.logged(k)
+}
+
+// logged returns the delivery log entry of k.
+func (ix *index) logged(k key) (Delivery, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.log.sort()
+	i := ix.log.search(k)
+	if i < len(ix.log.entries) && ix.log.entries[i].k == k {
+		return ix.log.delivery(ix.log.entries[i]), true
+	}
+	return Delivery{}, false
 }
 
 // put records what this process just wrote, so its own listing shows it
@@ -180,6 +210,13 @@ func (ix *index) get(id string) (Delivery, bool) {
 func (ix *index) put(d Delivery) {
 	ix.mu.Lock()
 	ix.recs[d.EventID] = d
+	ix.mu.Unlock()
+}
+
+// putBatch records a delivery log batch this process just wrote.
+func (ix *index) putBatch(batch string, es []loggedEntry) {
+	ix.mu.Lock()
+	ix.log.add(batch, es)
 	ix.mu.Unlock()
 }
 
@@ -208,13 +245,20 @@ type Filter struct {
 	Limit int
 }
 
-// list pages through the records in stream order.
-func (ix *index) list(f Filter) (projections.Page[Delivery], error) {
-	page := projections.Page[Delivery]{Items: []Delivery{}}
+// listed is a listing item; logged items still lack their transaction and
+// type, which the dispatcher reads from the stream.
+type listed struct {
+	k      key
+	d      Delivery
+	logged bool
+}
+
+// list pages through the records and the delivery log in stream order.
+func (ix *index) list(f Filter) ([]listed, *string, error) {
 	switch f.Status {
 	case "", StatusPending, StatusDelivered, StatusFailed:
 	default:
-		return page, &aggregates.FieldError{Field: "status", Err: aggregates.ErrInvalidRequest,
+		return nil, nil, &aggregates.FieldError{Field: "status", Err: aggregates.ErrInvalidRequest,
 			Msg: "status must be pending, delivered or failed"}
 	}
 	if f.Limit <= 0 || f.Limit > 500 {
@@ -225,35 +269,66 @@ func (ix *index) list(f Filter) (projections.Page[Delivery], error) {
 		b, err := base64.RawURLEncoding.DecodeString(f.Cursor)
 		k, ok := keyOf(string(b))
 		if err != nil || !ok {
-			return page, projections.ErrBadCursor
+			return nil, nil, projections.ErrBadCursor
 		}
 		after = k
 	}
-	type item struct {
-		k key
-		d Delivery
-	}
-	var items []item
-	ix.mu.RLock()
+	var recs []listed
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	for id, d := range ix.recs {
 		if (f.Status != "" && d.Status != f.Status) || (f.SiteID != "" && d.SiteID != f.SiteID) {
 			continue
 		}
 		k, ok := keyOf(id)
-		if !ok || (f.Cursor != "" && k.cmp(after) <= 0) {
+		if !ok || k.cmp(after) <= 0 {
 			continue
 		}
-		items = append(items, item{k, d})
+		recs = append(recs, listed{k: k, d: d})
 	}
-	ix.mu.RUnlock()
-	slices.SortFunc(items, func(a, b item) int { return a.k.cmp(b.k) })
-	for i, it := range items {
-		if i == f.Limit {
-			c := base64.RawURLEncoding.EncodeToString([]byte(items[i-1].d.EventID))
-			page.NextCursor = &c
-			break
+	slices.SortFunc(recs, func(a, b listed) int { return a.k.cmp(b.k) })
+	if len(recs) > f.Limit+1 {
+		recs = recs[:f.Limit+1]
+	}
+	// The log's first Limit+1 matches after the cursor, skipping callbacks
+	// with a record of their own (resent after their first delivery).
+	var logs []listed
+	if f.Status == "" || f.Status == StatusDelivered {
+		l := ix.log
+		l.sort()
+		site, siteOK := uint32(0), true
+		if f.SiteID != "" {
+			site, siteOK = l.siteIdx[f.SiteID]
 		}
-		page.Items = append(page.Items, it.d)
+		for i := l.search(key{after.seq, after.idx + 1}); siteOK && i < len(l.entries) && len(logs) <= f.Limit; i++ {
+			e := l.entries[i]
+			if f.SiteID != "" && e.site != site {
+				continue
+			}
+			if _, own := ix.recs[WebhookID(e.k.seq, e.k.idx)]; own {
+				continue
+			}
+			logs = append(logs, listed{k: e.k, d: l.delivery(e), logged: true})
+		}
 	}
-	return page, nil
+	items := mergeSorted(recs, logs, f.Limit+1)
+	var next *string
+	if len(items) > f.Limit {
+		items = items[:f.Limit]
+		c := base64.RawURLEncoding.EncodeToString([]byte(items[len(items)-1].d.EventID))
+		next = &c
+	}
+	return items, next, nil
+}
+
+func mergeSorted(a, b []listed, n int) []listed {
+	out := make([]listed, 0, min(n, len(a)+len(b)))
+	for len(out) < n && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || (len(a) > 0 && a[0].k.cmp(b[0].k) < 0) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
 }
