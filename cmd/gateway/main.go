@@ -59,9 +59,8 @@ type options struct {
 	demo                               bool
 	adminToken, publicURL              string
 	trustedProxies                     string
-	callbackRetry                      string
-	retry                              callbacks.Schedule
-	callbackAllowPrivate               bool
+	cb                                 callbackOptions
+	callbacks                          bool
 	replicas                           int
 	logLevel                           string
 	debugListen                        string
@@ -71,16 +70,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	env := func(name, def string) string {
-		if v, ok := os.LookupEnv(name); ok {
-			return v
-		}
-		return def
-	}
-	envBool := func(name string) bool {
-		b, _ := strconv.ParseBool(env(name, "false"))
-		return b
-	}
 	fs.StringVar(&o.http, "http", env("GATEWAY_HTTP", "127.0.0.1:8080"), "listen address [GATEWAY_HTTP]")
 	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of an external NATS cluster, comma-separated; empty runs an embedded server [GATEWAY_NATS]")
 	fs.StringVar(&o.data, "data", env("GATEWAY_DATA", "./data"), "embedded server's JetStream directory [GATEWAY_DATA]")
@@ -90,11 +79,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.adminToken, "admin-token", env("GATEWAY_ADMIN_TOKEN", ""), "operator bearer token; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
 	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "base of hosted page URLs (default http:// + listen address) [GATEWAY_PUBLIC_URL]")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", env("GATEWAY_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is believed [GATEWAY_TRUSTED_PROXIES]")
-	fs.StringVar(&o.callbackRetry, "callback-retry", env("GATEWAY_CALLBACK_RETRY", ""), "comma-separated callback retry delays, e.g. 1s,2s,4s (default 5s,5m,30m,2h,5h,10h,10h) [GATEWAY_CALLBACK_RETRY]")
-	fs.BoolVar(&o.callbackAllowPrivate, "callback-allow-private", envBool("GATEWAY_CALLBACK_ALLOW_PRIVATE"), "allow callbacks to loopback and private addresses [GATEWAY_CALLBACK_ALLOW_PRIVATE]")
-	replicas, _ := strconv.Atoi(env("GATEWAY_REPLICAS", "1"))
-	fs.IntVar(&o.replicas, "replicas", replicas, "stream replicas when using --nats (3 for a 3-node cluster) [GATEWAY_REPLICAS]")
-	fs.StringVar(&o.logLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
+	fs.BoolVar(&o.callbacks, "callbacks", envBool("GATEWAY_CALLBACKS", true), "deliver callbacks from this process; false when a separate 'gateway callbacks' process delivers them [GATEWAY_CALLBACKS]")
+	o.cb.register(fs)
+	replicaFlag(fs, &o.replicas)
+	logLevelFlag(fs, &o.logLevel)
 	fs.StringVar(&o.debugListen, "debug-listen", env("GATEWAY_DEBUG_LISTEN", ""), "serve Go runtime profiles (/debug/pprof) on this address, e.g. 127.0.0.1:6060 [GATEWAY_DEBUG_LISTEN]")
 	err := fs.Parse(args)
 	if err != nil {
@@ -107,15 +95,48 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("--sync must be always or interval, not %q", o.sync)
 	}
 	if o.demo {
-		o.callbackAllowPrivate = true
+		o.cb.allowPrivate = true
 	}
-	if o.retry, err = callbacks.ParseSchedule(o.callbackRetry); err != nil {
-		return o, fmt.Errorf("--callback-retry: %w", err)
+	return o, o.cb.check()
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
 	}
-	return o, nil
+	return def
+}
+
+func envBool(name string, def bool) bool {
+	b, err := strconv.ParseBool(env(name, strconv.FormatBool(def)))
+	if err != nil {
+		return def
+	}
+	return b
+}
+
+func replicaFlag(fs *flag.FlagSet, v *int) {
+	replicas, _ := strconv.Atoi(env("GATEWAY_REPLICAS", "1"))
+	fs.IntVar(v, "replicas", replicas, "stream replicas when using --nats (3 for a 3-node cluster) [GATEWAY_REPLICAS]")
+}
+
+func logLevelFlag(fs *flag.FlagSet, v *string) {
+	fs.StringVar(v, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
+}
+
+// newLogger is the process's text logger at the --log-level.
+func newLogger(level string, stderr io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "callbacks" {
+		return runDispatcher(ctx, args[1:], stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -124,12 +145,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway:", err)
 		return 2
 	}
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
-		fmt.Fprintln(stderr, "gateway: --log-level:", err)
+	log, err := newLogger(o.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway:", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	if err := serve(ctx, o, stdout, log); err != nil {
 		log.Error("gateway stopped", "err", err)
 		return 1
@@ -213,8 +233,11 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		fmt.Fprintf(stdout, "Operator token (generated; pass --admin-token or GATEWAY_ADMIN_TOKEN to keep one): %s\n", token)
 	}
 	reader := projections.NewReader(led, store, publicURL)
-	disp, err := callbacks.New(ctx, callbacks.Config{Conn: nc, Store: store, Ledger: led, Records: reader,
-		Replicas: o.replicas, Schedule: o.retry, AllowPrivate: o.callbackAllowPrivate, Logger: log})
+	// Every process lists deliveries and forwards resends; only one
+	// delivers at a time (see callbacks.Dispatcher).
+	dcfg := o.cb.config(nc, o.replicas, log)
+	dcfg.Store, dcfg.Ledger, dcfg.Records = store, led, reader
+	disp, err := callbacks.New(ctx, dcfg)
 	if err != nil {
 		closeLedger()
 		return fmt.Errorf("callback dispatcher: %w", err)
@@ -250,6 +273,10 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	dispatchDone := make(chan struct{})
 	go func() {
 		defer close(dispatchDone)
+		if !o.callbacks {
+			log.Info("callbacks are delivered by a separate process (--callbacks=false)")
+			return
+		}
 		if led.WaitReady(dctx) == nil {
 			_ = disp.Run(dctx)
 		}

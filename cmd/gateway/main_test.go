@@ -47,8 +47,8 @@ func TestParseFlags(t *testing.T) {
 			assert.Equal(t, "./data", o.data)
 			assert.Equal(t, "always", o.sync)
 			assert.Equal(t, "", o.nats)
-			assert.False(t, o.callbackAllowPrivate)
-			assert.Len(t, o.retry, 7)
+			assert.False(t, o.cb.allowPrivate)
+			assert.Len(t, o.cb.retry, 7)
 		}},
 		{name: "env", env: map[string]string{"GATEWAY_HTTP": "0.0.0.0:9000", "GATEWAY_SYNC": "interval", "GATEWAY_DATA": "/x",
 			"GATEWAY_ADMIN_TOKEN": "tok", "GATEWAY_CALLBACK_ALLOW_PRIVATE": "true", "GATEWAY_CALLBACK_RETRY": "1s,2s"},
@@ -57,13 +57,13 @@ func TestParseFlags(t *testing.T) {
 				assert.Equal(t, "interval", o.sync)
 				assert.Equal(t, "/x", o.data)
 				assert.Equal(t, "tok", o.adminToken)
-				assert.True(t, o.callbackAllowPrivate)
-				assert.Equal(t, "1s,2s", o.retry.String())
+				assert.True(t, o.cb.allowPrivate)
+				assert.Equal(t, "1s,2s", o.cb.retry.String())
 			}},
 		{name: "flag beats env", args: []string{"--sync", "always"}, env: map[string]string{"GATEWAY_SYNC": "interval"},
 			check: func(t *testing.T, o options) { assert.Equal(t, "always", o.sync) }},
 		{name: "demo allows private callbacks", args: []string{"--demo"},
-			check: func(t *testing.T, o options) { assert.True(t, o.callbackAllowPrivate) }},
+			check: func(t *testing.T, o options) { assert.True(t, o.cb.allowPrivate) }},
 		{name: "bad sync", args: []string{"--sync", "sometimes"}, wantErr: "--sync"},
 		{name: "bad retry", args: []string{"--callback-retry", "1s,soon"}, wantErr: "--callback-retry"},
 		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected argument"},

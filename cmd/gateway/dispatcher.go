@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"gateway/callbacks"
+	"gateway/events/jsstore"
+)
+
+// callbackOptions are the callback flags, shared by the gateway and the
+// 'gateway callbacks' subcommand.
+type callbackOptions struct {
+	retryText    string
+	retry        callbacks.Schedule
+	allowPrivate bool
+	ackWait      time.Duration
+	leaseTTL     time.Duration
+}
+
+func (c *callbackOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.retryText, "callback-retry", env("GATEWAY_CALLBACK_RETRY", ""),
+		"comma-separated callback retry delays, e.g. 1s,2s,4s (default 5s,5m,30m,2h,5h,10h,10h) [GATEWAY_CALLBACK_RETRY]")
+	fs.BoolVar(&c.allowPrivate, "callback-allow-private", envBool("GATEWAY_CALLBACK_ALLOW_PRIVATE", false),
+		"allow callbacks to loopback and private addresses [GATEWAY_CALLBACK_ALLOW_PRIVATE]")
+	fs.DurationVar(&c.ackWait, "callback-ack-wait", envDuration("GATEWAY_CALLBACK_ACK_WAIT", 30*time.Second),
+		"how long a dispatcher that stopped without a word holds its unfinished callbacks before another takes them [GATEWAY_CALLBACK_ACK_WAIT]")
+	fs.DurationVar(&c.leaseTTL, "callback-lease-ttl", envDuration("GATEWAY_CALLBACK_LEASE_TTL", 10*time.Second),
+		"how long the active dispatcher's lease lasts unrenewed: a crashed dispatcher is replaced after it [GATEWAY_CALLBACK_LEASE_TTL]")
+}
+
+// check parses what register read.
+func (c *callbackOptions) check() error {
+	var err error
+	if c.retry, err = callbacks.ParseSchedule(c.retryText); err != nil {
+		return fmt.Errorf("--callback-retry: %w", err)
+	}
+	if c.ackWait < 3*time.Second {
+		return fmt.Errorf("--callback-ack-wait must be at least 3s, not %s", c.ackWait)
+	}
+	if c.leaseTTL < time.Second {
+		return fmt.Errorf("--callback-lease-ttl must be at least 1s, not %s", c.leaseTTL)
+	}
+	return nil
+}
+
+func (c *callbackOptions) config(nc *nats.Conn, replicas int, log *slog.Logger) callbacks.Config {
+	return callbacks.Config{Conn: nc, Replicas: replicas, Schedule: c.retry, AllowPrivate: c.allowPrivate,
+		AckWait: c.ackWait, LeaseTTL: c.leaseTTL, Logger: log}
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	d, err := time.ParseDuration(env(name, def.String()))
+	if err != nil {
+		return def
+	}
+	return d
+}
+
+// dispatcherOptions are the flags of 'gateway callbacks'.
+type dispatcherOptions struct {
+	nats, publicURL, logLevel string
+	replicas                  int
+	cb                        callbackOptions
+}
+
+func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, error) {
+	var o dispatcherOptions
+	fs := flag.NewFlagSet("gateway callbacks", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: gateway callbacks --nats URL [flags]\n\n"+
+			"Delivers the callbacks of the gateways on the same NATS, instead of the gateways themselves\n"+
+			"(run those with --callbacks=false). Several may run: one delivers, the others stand by.")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of the gateways' NATS, comma-separated (required) [GATEWAY_NATS]")
+	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "the gateways' --public-url, for hosted page links in callbacks [GATEWAY_PUBLIC_URL]")
+	replicaFlag(fs, &o.replicas)
+	logLevelFlag(fs, &o.logLevel)
+	o.cb.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.nats == "" {
+		return o, errors.New("--nats is required: a separate dispatcher needs the gateways' NATS (the embedded one is exposed with the gateway's --nats-listen)")
+	}
+	return o, o.cb.check()
+}
+
+// runDispatcher is 'gateway callbacks': a process that only delivers
+// callbacks, until SIGTERM.
+func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
+	o, err := parseDispatcherFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway callbacks:", err)
+		return 2
+	}
+	log, err := newLogger(o.logLevel, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "gateway callbacks:", err)
+		return 2
+	}
+	nc, err := jsstore.Connect(o.nats, "gateway-callbacks")
+	if err != nil {
+		log.Error("callback dispatcher stopped", "err", err)
+		return 1
+	}
+	defer nc.Close()
+	cfg := o.cb.config(nc, o.replicas, log)
+	cfg.PublicURL = o.publicURL
+	log.Info("callback dispatcher starting", "nats", o.nats)
+	if err := callbacks.Run(ctx, cfg); err != nil && ctx.Err() == nil {
+		log.Error("callback dispatcher stopped", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
