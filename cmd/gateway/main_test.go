@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -67,11 +68,24 @@ func TestParseFlags(t *testing.T) {
 		{name: "bad sync", args: []string{"--sync", "sometimes"}, wantErr: "--sync"},
 		{name: "bad retry", args: []string{"--callback-retry", "1s,soon"}, wantErr: "--callback-retry"},
 		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected argument"},
+		{name: "callbacks delivered here by default", check: func(t *testing.T, o options) {
+			assert.True(t, o.callbacks)
+			assert.Equal(t, 30*time.Second, o.cb.ackWait)
+			assert.Equal(t, 10*time.Second, o.cb.leaseTTL)
+		}},
+		{name: "callbacks elsewhere", args: []string{"--callbacks=false", "--callback-ack-wait", "1m"}, check: func(t *testing.T, o options) {
+			assert.False(t, o.callbacks)
+			assert.Equal(t, time.Minute, o.cb.ackWait)
+		}},
+		{name: "callbacks elsewhere by env", env: map[string]string{"GATEWAY_CALLBACKS": "false"},
+			check: func(t *testing.T, o options) { assert.False(t, o.callbacks) }},
+		{name: "ack wait too short", args: []string{"--callback-ack-wait", "1s"}, wantErr: "--callback-ack-wait"},
+		{name: "lease too short", args: []string{"--callback-lease-ttl", "10ms"}, wantErr: "--callback-lease-ttl"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, k := range []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEWAY_ADMIN_TOKEN",
-				"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY"} {
+				"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS"} {
 				t.Setenv(k, c.env[k])
 				if _, ok := c.env[k]; !ok {
 					os.Unsetenv(k)
@@ -87,6 +101,41 @@ func TestParseFlags(t *testing.T) {
 			c.check(t, o)
 		})
 	}
+}
+
+func TestParseDispatcherFlags(t *testing.T) {
+	t.Setenv("GATEWAY_NATS", "")
+	cases := []struct {
+		name    string
+		args    []string
+		check   func(t *testing.T, o dispatcherOptions)
+		wantErr string
+	}{
+		{name: "needs --nats", wantErr: "--nats is required"},
+		{name: "flags", args: []string{"--nats", "nats://a:4222", "--callback-retry", "1s,2s", "--callback-allow-private",
+			"--public-url", "https://pay.example"}, check: func(t *testing.T, o dispatcherOptions) {
+			assert.Equal(t, "nats://a:4222", o.nats)
+			assert.Equal(t, "1s,2s", o.cb.retry.String())
+			assert.True(t, o.cb.allowPrivate)
+			assert.Equal(t, "https://pay.example", o.publicURL)
+			assert.Equal(t, 1, o.replicas)
+		}},
+		{name: "bad retry", args: []string{"--nats", "nats://a", "--callback-retry", "x"}, wantErr: "--callback-retry"},
+		{name: "stray argument", args: []string{"--nats", "nats://a", "now"}, wantErr: "unexpected argument"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := parseDispatcherFlags(c.args, io.Discard)
+			if c.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			c.check(t, o)
+		})
+	}
+	assert.Equal(t, 2, run(context.Background(), []string{"callbacks"}, io.Discard, io.Discard), "usage error exits 2")
 }
 
 func TestParseProxies(t *testing.T) {
