@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 
+	"gateway/callbacks"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
@@ -38,6 +39,9 @@ type stack struct {
 	// closeConn closes the stack's NATS connection (the event store
 	// becomes unreachable for this stack only).
 	closeConn func()
+	// Callbacks is the stack's callback dispatcher (nil unless
+	// stackOptions.dispatcher is set).
+	Callbacks *callbacks.Dispatcher
 }
 
 // env is an embedded JetStream server in a temp dir.
@@ -58,6 +62,9 @@ func newEnv(t testing.TB) *env {
 type stackOptions struct {
 	trusted []netip.Prefix
 	now     func() time.Time
+	// dispatcher, when set, gives the stack a callback dispatcher that
+	// serves /ops/v1/callbacks (see callbacks_test.go).
+	dispatcher *dispatcherOptions
 }
 
 // newStack starts a gateway stack on the env's server.
@@ -80,11 +87,18 @@ func (e *env) newStack(o stackOptions) *stack {
 	st.srv = srv
 	srv.Start()
 	st.URL = srv.URL
-	api := httpapi.New(httpapi.Config{Ledger: led, Reader: projections.NewReader(led, store, srv.URL),
-		AdminToken: adminToken, TrustedProxies: o.trusted, AppVersion: "test", StoreReady: store.Ping, Logger: log})
+	reader := projections.NewReader(led, store, srv.URL)
+	stopDispatcher := func() {}
+	if o.dispatcher != nil {
+		st.Callbacks, stopDispatcher = e.startDispatcher(*o.dispatcher, store, led, reader, log)
+	}
+	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
+		AppVersion: "test", StoreReady: store.Ping, Callbacks: st.Callbacks, Logger: log})
 	srv.Config.Handler = api
 	t.Cleanup(func() {
 		srv.Close()
+		// The dispatcher stops before the ledger it reads closes.
+		stopDispatcher()
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = led.Close(cctx)
