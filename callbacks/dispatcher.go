@@ -366,6 +366,12 @@ type term struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// attemptCtx carries the HTTP attempts. It outlives ctx on a graceful
+	// stop, so attempts under way finish and their outcome is kept rather
+	// than delivered again, and ends at once when the lease is lost.
+	attemptCtx   context.Context
+	stopAttempts context.CancelFunc
+	lease        *lease
 
 	// startDelivered is the consumer's last delivered stream sequence when
 	// the term began; windowEnd is when every message the previous term
@@ -382,8 +388,12 @@ type term struct {
 	chains   map[string]*chain
 	inflight map[string]*job
 	sites    map[string]*siteState
-	// logc hands first-attempt deliveries to writeLog.
-	logc chan *job
+	// logc hands first-attempt deliveries to writeLog, which runs until
+	// stop has closed it and it is drained (logDone).
+	logc    chan *job
+	logDone chan struct{}
+	// stopLog ends writeLog early when draining takes too long.
+	stopLog context.CancelFunc
 }
 
 // held is a message whose callbacks are not all settled yet.
@@ -425,9 +435,11 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	if err != nil {
 		return fmt.Errorf("consumer %s info: %w", d.cfg.Durable, err)
 	}
-	t := &term{d: d, ctx: tctx, cancel: cancel, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
+	actx, stopAttempts := context.WithCancel(context.WithoutCancel(tctx))
+	defer stopAttempts()
+	t := &term{d: d, ctx: tctx, cancel: cancel, attemptCtx: actx, stopAttempts: stopAttempts, lease: l, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
 		track: newTracker(), held: map[uint64]*held{}, chains: map[string]*chain{}, inflight: map[string]*job{},
-		sites: map[string]*siteState{}, logc: make(chan *job, maxBatch)}
+		sites: map[string]*siteState{}, logc: make(chan *job, maxBatch), logDone: make(chan struct{})}
 	if info.NumAckPending > 0 {
 		// The previous term's unacknowledged messages come back within
 		// AckWait of its last InProgress, which was before it lost the
@@ -438,22 +450,29 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", d.resendSubject(), err)
 	}
+	lctx, stopLog := context.WithCancel(context.Background())
+	t.stopLog = stopLog
+	go func() {
+		defer close(t.logDone)
+		t.writeLog(lctx)
+	}()
 	d.active.Store(t)
+	graceful := false
 	defer func() {
 		d.active.Store(nil)
 		_ = sub.Unsubscribe()
-		t.stop()
+		t.stop(graceful)
 	}()
 
 	errc := make(chan error, 2)
 	t.goRun(func() { errc <- l.hold(tctx, validUntil) })
 	t.goRun(func() { errc <- t.consume(tctx, cons) })
 	t.goRun(t.progress)
-	t.goRun(t.writeLog)
 	t.goRun(t.resumeOrphans)
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
+		graceful = true
 	}
 	return err
 }
@@ -466,12 +485,36 @@ func (t *term) goRun(fn func()) {
 	}()
 }
 
-// stop ends the term: attempts in flight are cancelled and every held
-// message is handed back (NAK) so the next term gets it without waiting for
-// AckWait; a delivery's retry state survives in the bucket.
-func (t *term) stop() {
+// attemptGrace bounds how long a graceful stop waits for attempts under way.
+const attemptGrace = 5 * time.Second
+
+// stop ends the term: no attempt starts any more; on a graceful stop the
+// attempts under way may finish while the lease surely lasts (at most
+// attemptGrace), otherwise they are cancelled at once. Deliveries made are
+// logged and acknowledged, and every other held message is handed back
+// (NAK) so the next term gets it without waiting for AckWait; a delivery's
+// retry state survives in the bucket.
+func (t *term) stop(graceful bool) {
 	t.cancel()
+	if graceful {
+		grace := min(attemptGrace, t.lease.remaining())
+		timer := time.AfterFunc(max(grace, 0), t.stopAttempts)
+		defer timer.Stop()
+	} else {
+		t.stopAttempts()
+	}
 	t.wg.Wait()
+	t.stopAttempts()
+	// Deliveries made before the stop are logged and acknowledged, unless
+	// the store does not answer in time.
+	close(t.logc)
+	select {
+	case <-t.logDone:
+	case <-time.After(5 * time.Second):
+		t.stopLog()
+		<-t.logDone
+	}
+	t.stopLog()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, h := range t.held {
@@ -664,7 +707,7 @@ func (t *term) settle(j *job) {
 		}
 		if len(c.q) == 0 {
 			delete(t.chains, j.tx)
-		} else if next := c.q[0]; next.state == jobQueued {
+		} else if next := c.q[0]; next.state == jobQueued && t.ctx.Err() == nil {
 			next.state = jobRunning
 			t.goRun(func() { t.run(next) })
 		}

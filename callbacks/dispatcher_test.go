@@ -668,7 +668,10 @@ func TestDispatcher_oneActiveAtATime(t *testing.T) {
 	eventually(t, func() bool { return len(rcv.byTx(tx)) == 1 }, "delivered by the new one")
 	eventually(t, f.consumerDone, "all acknowledged")
 	for _, c := range rcv.calls() {
-		assert.Equal(t, 1, count(rcv.calls(), func(o callback) bool { return o.ID == c.ID }), "each callback once")
+		assert.Equal(t, 1, count(rcv.calls(), func(o callback) bool { return o.ID == c.ID }), "each callback once: %s", c.ID)
+	}
+	if t.Failed() {
+		t.Log(f.logs.String())
 	}
 }
 

@@ -155,23 +155,27 @@ const maxBatch = 2048
 // writeLog stores the first-attempt deliveries handed over on t.logc, a
 // batch per write, and settles them once stored. While one batch is being
 // written the next gathers, so the batches grow with the delivery rate and
-// the writes stay near one per fsync.
-func (t *term) writeLog() {
+// the writes stay near one per fsync. It returns when t.logc is closed and
+// drained (the term's stop), or when ctx ends.
+func (t *term) writeLog(ctx context.Context) {
 	d := t.d
 	var jobs []*job
 	var es []loggedEntry
-	for {
+	for open := true; open; {
 		jobs = jobs[:0]
-		select {
-		case <-t.ctx.Done():
+		j, ok := <-t.logc
+		if !ok {
 			return
-		case j := <-t.logc:
-			jobs = append(jobs, j)
 		}
+		jobs = append(jobs, j)
 	gather:
 		for len(jobs) < maxBatch {
 			select {
-			case j := <-t.logc:
+			case j, ok := <-t.logc:
+				if !ok {
+					open = false
+					break gather
+				}
 				jobs = append(jobs, j)
 			default:
 				break gather
@@ -185,8 +189,8 @@ func (t *term) writeLog() {
 				first = j.k
 			}
 		}
-		if err := retry(t.ctx, func() error { return d.writeBatch(t.ctx, batchKey(first), es) }); err != nil {
-			// The term ended: the messages are not acknowledged, and the
+		if err := retry(ctx, func() error { return d.writeBatch(ctx, batchKey(first), es) }); err != nil {
+			// Not stored: the messages are not acknowledged, and the
 			// next term delivers their callbacks again.
 			return
 		}
@@ -200,6 +204,22 @@ func (t *term) writeLog() {
 		for _, j := range jobs {
 			t.settle(j)
 		}
+	}
+}
+
+// logDelivered hands a first-attempt delivery to writeLog. It is handed
+// over even when the term is ending: stop drains the log before it gives
+// the messages back, so a delivered callback is not delivered again.
+func (t *term) logDelivered(j *job) {
+	select {
+	case t.logc <- j:
+		return
+	default:
+	}
+	select {
+	case t.logc <- j:
+	case <-t.ctx.Done():
+		// writeLog may be gone already; the message is given back.
 	}
 }
 

@@ -275,17 +275,18 @@ func (t *term) deliver(ctx context.Context, j *job) {
 		if o.ok {
 			if !j.recorded {
 				j.code, j.at = o.code, now.UnixMilli()
-				select {
-				case t.logc <- j:
-				case <-ctx.Done():
-				}
+				t.logDelivered(j)
 				return
 			}
 			j.rec.Status = StatusDelivered
-			if !t.mustWrite(ctx, j) {
-				return
+			// Recorded even when the term is ending, within bounds, so
+			// that it is not delivered again.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			stored := t.mustWrite(wctx, j)
+			cancel()
+			if stored {
+				t.settle(j)
 			}
-			t.settle(j)
 			return
 		}
 		msg := o.err
@@ -340,8 +341,10 @@ func (t *term) attempt(ctx context.Context, j *job, cfg *aggregates.Config) (out
 		"webhook-timestamp": {strconv.FormatInt(ts, 10)},
 		"webhook-signature": {signatures(cfg, j.id, ts, j.body, now.UnixMilli())},
 	}
-	o := post(ctx, t.d.client, cfg.CallbackURL, hdr, j.body, t.d.cfg.Timeout, now)
-	if ctx.Err() != nil {
+	o := post(t.attemptCtx, t.d.client, cfg.CallbackURL, hdr, j.body, t.d.cfg.Timeout, now)
+	// A delivery made while the term was ending counts; a failure then is
+	// likely the stop's own doing and is not recorded.
+	if !o.ok && (ctx.Err() != nil || t.attemptCtx.Err() != nil) {
 		return o, false
 	}
 	return o, true

@@ -3,6 +3,7 @@ package callbacks
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,7 +30,12 @@ type lease struct {
 	ttl time.Duration
 	id  []byte
 	rev uint64
+	// until is how long the lease is surely still held (Unix ns).
+	until atomic.Int64
 }
+
+// remaining is how long the lease is surely still held.
+func (l *lease) remaining() time.Duration { return time.Until(time.Unix(0, l.until.Load())) }
 
 const leaseKey = "dispatcher"
 
@@ -42,7 +48,9 @@ func (l *lease) acquire(ctx context.Context) (validUntil time.Time, err error) {
 		rev, err := l.kv.Create(ctx, leaseKey, l.id)
 		if err == nil {
 			l.rev = rev
-			return start.Add(l.ttl - l.ttl/5), nil
+			until := start.Add(l.ttl - l.ttl/5)
+			l.until.Store(until.UnixNano())
+			return until, nil
 		}
 		if ctx.Err() != nil {
 			return time.Time{}, ctx.Err()
@@ -78,6 +86,7 @@ func (l *lease) hold(ctx context.Context, validUntil time.Time) error {
 		cancel()
 		if err == nil {
 			l.rev, validUntil = rev, start.Add(l.ttl-l.ttl/5)
+			l.until.Store(validUntil.UnixNano())
 			continue
 		}
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {

@@ -86,7 +86,8 @@ func (d *Dispatcher) Resend(ctx context.Context, id, actor string) (Delivery, er
 	defer cancel()
 	msg, err := d.cfg.Conn.RequestWithContext(rctx, d.resendSubject(), req)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return Delivery{}, ErrNoDispatcher
+		return Delivery{}, &aggregates.FieldError{Err: ErrNoDispatcher,
+			Msg: "no callback dispatcher is running (a gateway with callbacks on, or 'gateway callbacks'); try again once one is"}
 	}
 	if err != nil {
 		return Delivery{}, fmt.Errorf("resend %s: %w: %v", id, events.ErrUnavailable, err)
@@ -222,12 +223,15 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 	}
 	j.recorded, j.fresh = true, true
 	d.log.Info("callback resend", "eventId", id, "siteId", j.site, "transactionId", j.tx, "actor", actor)
+	// The copy is taken before the job starts: from then on its goroutine
+	// owns j.rec.
+	rec := j.rec
 	t.mu.Lock()
 	if t.inflight[id] == nil {
 		t.enqueue(j)
 	}
 	t.mu.Unlock()
-	return j.rec, nil
+	return rec, nil
 }
 
 // resumeOrphans restarts the pending deliveries no message stands for (a
@@ -295,9 +299,9 @@ func (d *Dispatcher) ListHandler(wr Writer) http.HandlerFunc {
 		f := Filter{Status: q.Get("status"), SiteID: q.Get("site"), Cursor: q.Get("cursor")}
 		if v := q.Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 500 {
+			if err != nil || n < 1 || n > 1000 {
 				wr.Error(w, r, &aggregates.FieldError{Field: "limit", Err: aggregates.ErrInvalidRequest,
-					Msg: "limit must be an integer from 1 to 500"})
+					Msg: "limit must be 1 to 1000"})
 				return
 			}
 			f.Limit = n

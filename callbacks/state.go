@@ -241,7 +241,7 @@ type Filter struct {
 	SiteID string
 	// Cursor continues a previous page ("" for the first).
 	Cursor string
-	// Limit is the page size (default 100, at most 500).
+	// Limit is the page size (default 100, at most 1000).
 	Limit int
 }
 
@@ -261,7 +261,7 @@ func (ix *index) list(f Filter) ([]listed, *string, error) {
 		return nil, nil, &aggregates.FieldError{Field: "status", Err: aggregates.ErrInvalidRequest,
 			Msg: "status must be pending, delivered or failed"}
 	}
-	if f.Limit <= 0 || f.Limit > 500 {
+	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
 	var after key

@@ -185,7 +185,7 @@ func (s *Server) classify(err error) *apiError {
 		return &apiError{status: 400, code: "invalid_request", field: "cursor", message: "cursor is not one this server issued", cause: err}
 	case errors.Is(err, events.ErrUnavailable), errors.Is(err, ledger.ErrClosed),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &apiError{status: 503, code: "unavailable", message: "the event store cannot be reached; repeat the request with the same processId", cause: err}
+		return pick(503, "unavailable", "the event store cannot be reached; repeat the request with the same processId")
 	}
 	return &apiError{status: 500, code: "internal", message: "internal error; quote the requestId", cause: err}
 }

@@ -179,7 +179,7 @@ func TestCallbacks_deliveredByTheGateway(t *testing.T) {
 // startDispatcher runs 'gateway callbacks' against the NATS at natsAddr.
 func startDispatcher(t *testing.T, natsAddr string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "callbacks", "--nats", "nats://"+natsAddr, "--callback-allow-private",
-		"--callback-ack-wait", "3s", "--callback-lease-ttl", "1s", "--log-level", "warn")
+		"--callback-ack-wait", "3s", "--callback-lease-ttl", "2s", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "GATEWAY_TEST_MAIN=1")
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -270,6 +270,6 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 	var resent deliveryItem
 	opsCall(t, base, "POST", "/ops/v1/callbacks/"+items[2].EventID+"/resend", nil, &resent)
 	assert.Equal(t, 1, resent.Resends)
-	waitFor(t, 10*time.Second, func() bool { return rcv.count(func(h hook) bool { return h.id == items[2].EventID }) == 2 },
+	waitFor(t, 30*time.Second, func() bool { return rcv.count(func(h hook) bool { return h.id == items[2].EventID }) == 2 },
 		"resend forwarded to the dispatcher process")
 }
