@@ -60,6 +60,7 @@ import (
 // options are the parsed command-line flags.
 type options struct {
 	gateway, url, adminToken, data, sync, kind, ref  string
+	dispatcher                                       string
 	n, c, sites, runs                                int
 	max, timeout, readyTimeout                       time.Duration
 	seed                                             int64
@@ -78,7 +79,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.data, "data", "", "data directory of the spawned gateway (default: fresh temp dir; with -runs > 1 a run<k> subdirectory per run)")
 	fs.StringVar(&o.sync, "sync", "always", "--sync of the spawned gateway: always or interval (refgw gets -sync with always)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (data and logs)")
-	fs.StringVar(&o.kind, "kind", "deposit", "deposit or withdraw")
+	fs.StringVar(&o.kind, "kind", "deposit", "deposit, withdraw or callbacks")
+	fs.StringVar(&o.dispatcher, "dispatcher", "gateway", "callbacks mode: the dispatcher measured, gateway (in the gateway) or standalone ('gateway callbacks')")
 	fs.IntVar(&o.n, "n", 20000, "total requests")
 	fs.IntVar(&o.c, "c", 64, "concurrent keep-alive clients")
 	fs.IntVar(&o.sites, "sites", 1, "merchant sites; requests are spread round-robin")
@@ -117,8 +119,12 @@ func (o *options) validate() error {
 		return errors.New("-url needs -admin-token")
 	case o.restart && o.gateway == "":
 		return errors.New("-restart needs -gateway")
-	case o.kind != "deposit" && o.kind != "withdraw":
-		return errors.New("-kind must be deposit or withdraw")
+	case o.kind != "deposit" && o.kind != "withdraw" && o.kind != "callbacks":
+		return errors.New("-kind must be deposit, withdraw or callbacks")
+	case o.kind == "callbacks" && (o.gateway == "" || o.ref != "" || o.restart):
+		return errors.New("-kind callbacks needs -gateway and excludes -ref and -restart")
+	case o.dispatcher != "gateway" && o.dispatcher != "standalone":
+		return errors.New("-dispatcher must be gateway or standalone")
 	case o.sync != "always" && o.sync != "interval":
 		return errors.New("-sync must be always or interval")
 	case o.n < 1 || o.c < 1 || o.sites < 1 || o.runs < 1:
@@ -218,6 +224,9 @@ func printMedians(m *Medians) {
 	if m.Gateway != nil {
 		fmt.Println(m.Gateway.Line("gateway"))
 	}
+	if m.Callbacks != nil {
+		fmt.Println(m.Callbacks.Line("median"))
+	}
 	if m.Ratio != nil {
 		fmt.Printf("median ratio gateway/refgw: throughput=%.3f p99=%.3f\n", m.Ratio.Throughput, m.Ratio.P99)
 	}
@@ -231,6 +240,9 @@ func runOnce(ctx context.Context, o options, work string, r int) (RunReport, err
 	dir := filepath.Join(work, "run"+strconv.Itoa(r))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rr, err
+	}
+	if o.kind == "callbacks" {
+		return rr, runCallbacks(ctx, o, dir, r, &rr)
 	}
 	cfg := loadConfig{n: o.n, c: o.c, max: o.max, timeout: o.timeout, tag: "lt" + randomHex(4)}
 	if o.ref != "" {
@@ -304,7 +316,7 @@ type gatewayProc struct {
 
 // spawnGateway starts the gateway binary on a free port with a fresh data
 // directory and a random admin token, and waits until /readyz is 200.
-func spawnGateway(ctx context.Context, o options, dir string, r int) (*gatewayProc, string, string, error) {
+func spawnGateway(ctx context.Context, o options, dir string, r int, extra ...string) (*gatewayProc, string, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", "", err
@@ -322,7 +334,7 @@ func spawnGateway(ctx context.Context, o options, dir string, r int) (*gatewayPr
 	token := randomHex(24)
 	g := &gatewayProc{
 		bin:  o.gateway,
-		args: []string{"--http", addr, "--data", data, "--admin-token", token, "--sync", o.sync, "--callback-allow-private"},
+		args: append([]string{"--http", addr, "--data", data, "--admin-token", token, "--sync", o.sync, "--callback-allow-private"}, extra...),
 		log:  filepath.Join(dir, "gateway.log"),
 	}
 	if g.p, err = startProc("gateway", g.bin, g.args, g.log); err != nil {

@@ -160,7 +160,9 @@ type RunReport struct {
 	Gateway         *LoadReport `json:"gateway,omitempty"`
 	Ratio           *Ratios     `json:"ratio,omitempty"`
 	RestartToReadyS *float64    `json:"restartToReadySeconds,omitempty"`
-	Failures        []string    `json:"failures,omitempty"`
+	// Callbacks is the outcome of -kind callbacks.
+	Callbacks *CallbackReport `json:"callbacks,omitempty"`
+	Failures  []string        `json:"failures,omitempty"`
 }
 
 // Figures is the set of per-run numbers -runs takes the median of.
@@ -182,6 +184,8 @@ type Medians struct {
 	Ref     *Figures `json:"refgw,omitempty"`
 	Gateway *Figures `json:"gateway,omitempty"`
 	Ratio   *Ratios  `json:"ratio,omitempty"`
+	// Callbacks is the median of -kind callbacks.
+	Callbacks *CallbackReport `json:"callbacks,omitempty"`
 }
 
 // FinalReport is the document printed with -json.
@@ -238,8 +242,12 @@ func medianFigures(rs []*LoadReport, restart []float64) *Figures {
 func computeMedians(runs []RunReport) *Medians {
 	m := &Medians{Runs: len(runs)}
 	var gws, refs []*LoadReport
+	var cbs []*CallbackReport
 	var restarts, rt, rp []float64
 	for _, r := range runs {
+		if r.Callbacks != nil {
+			cbs = append(cbs, r.Callbacks)
+		}
 		if r.Gateway != nil {
 			gws = append(gws, r.Gateway)
 		}
@@ -256,6 +264,7 @@ func computeMedians(runs []RunReport) *Medians {
 	}
 	m.Gateway = medianFigures(gws, restarts)
 	m.Ref = medianFigures(refs, nil)
+	m.Callbacks = medianCallbacks(cbs)
 	if len(rt) > 0 {
 		m.Ratio = &Ratios{Throughput: math.Round(median(rt)*1000) / 1000, P99: math.Round(median(rp)*1000) / 1000}
 	}
