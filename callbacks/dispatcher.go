@@ -45,7 +45,9 @@ type Ledger interface {
 // Records builds a transaction's record as the status lookup returns it
 // (*projections.Reader implements it).
 type Records interface {
-	ByID(ctx context.Context, siteID, txID string) (projections.Record, error)
+	// ByIDLocal answers from the state this process holds, which the
+	// dispatcher first lets the ledger bring past the event.
+	ByIDLocal(ctx context.Context, siteID, txID string) (projections.Record, error)
 }
 
 var (

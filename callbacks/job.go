@@ -141,7 +141,7 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 	var rec projections.Record
 	if err := retry(ctx, func() error {
 		var err error
-		rec, err = d.cfg.Records.ByID(ctx, j.site, j.tx)
+		rec, err = d.cfg.Records.ByIDLocal(ctx, j.site, j.tx)
 		return err
 	}); err != nil {
 		return true, permanent(err)
@@ -423,23 +423,39 @@ func (d *Dispatcher) load(ctx context.Context, id string) (rec Delivery, found b
 	return rec, found, err
 }
 
-// siteConfig returns the site's settings, with the ledger caught up to at
-// least seq so a callbackUrl set just before the event is seen.
+// siteConfig returns the site's settings once the ledger has applied the
+// stream up to at least seq (so a callbackUrl set just before the event is
+// seen, and the site's state covers the event).
 func (d *Dispatcher) siteConfig(ctx context.Context, site string, seq uint64) (*aggregates.Config, error) {
-	if d.cfg.Ledger.Followed() < seq {
-		err := retry(ctx, func() error {
-			err := d.cfg.Ledger.Sync(ctx, site)
-			if errors.Is(err, aggregates.ErrSiteNotFound) {
-				return nil
-			}
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := d.caughtUp(ctx, site, seq); err != nil {
+		return nil, err
 	}
 	cfg, _ := d.cfg.Ledger.SiteConfig(site)
 	return cfg, nil
+}
+
+// caughtUp waits until the ledger has followed the stream to seq. The
+// follower is normally there already or within milliseconds, and waiting
+// for it costs nothing; only if it is slow is the one site caught up from
+// the stream, which reads the store and queues behind the site's appends.
+func (d *Dispatcher) caughtUp(ctx context.Context, site string, seq uint64) error {
+	for wait := time.Millisecond; d.cfg.Ledger.Followed() < seq; wait *= 2 {
+		if wait > 256*time.Millisecond {
+			return retry(ctx, func() error {
+				err := d.cfg.Ledger.Sync(ctx, site)
+				if errors.Is(err, aggregates.ErrSiteNotFound) {
+					return nil
+				}
+				return err
+			})
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil
 }
 
 // permanentError marks an error that retrying cannot fix.

@@ -55,20 +55,33 @@ type snapshot struct {
 
 // ByID returns the current record of a site's transaction.
 func (r *Reader) ByID(ctx context.Context, siteID, txID string) (Record, error) {
-	return r.lookup(ctx, siteID, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
+	return r.lookup(ctx, siteID, true, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
+}
+
+// ByIDLocal is ByID from the state this process holds, without catching the
+// site up with the stream first: for a caller that knows the state already
+// covers what it needs (the ledger has followed the stream past it), and
+// that must not queue behind the site's appends.
+func (r *Reader) ByIDLocal(ctx context.Context, siteID, txID string) (Record, error) {
+	return r.lookup(ctx, siteID, false, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
 }
 
 // ByProcessID returns the current record of the transaction with processId.
 func (r *Reader) ByProcessID(ctx context.Context, siteID, pid string) (Record, error) {
-	return r.lookup(ctx, siteID, func(s *aggregates.Site) (int32, bool) { return s.ByProcessID(pid) })
+	return r.lookup(ctx, siteID, true, func(s *aggregates.Site) (int32, bool) { return s.ByProcessID(pid) })
 }
 
-func (r *Reader) lookup(ctx context.Context, siteID string, find func(*aggregates.Site) (int32, bool)) (Record, error) {
-	// The site is caught up with the stream first: a transaction created
-	// or moved through another gateway process is then seen at once.
+func (r *Reader) lookup(ctx context.Context, siteID string, fresh bool, find func(*aggregates.Site) (int32, bool)) (Record, error) {
+	// The site is caught up with the stream first (fresh): a transaction
+	// created or moved through another gateway process is then seen at
+	// once.
+	view := r.ledger.ViewCtx
+	if fresh {
+		view = r.ledger.ViewFresh
+	}
 	var snap snapshot
 	var ok bool
-	err := r.ledger.ViewFresh(ctx, siteID, func(s *aggregates.Site) error {
+	err := view(ctx, siteID, func(s *aggregates.Site) error {
 		var i int32
 		if i, ok = find(s); ok {
 			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: aggregates.TxID(siteID, i), secret: s.Cfg.Secret}

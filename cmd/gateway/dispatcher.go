@@ -67,6 +67,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 // dispatcherOptions are the flags of 'gateway callbacks'.
 type dispatcherOptions struct {
 	nats, publicURL, logLevel string
+	debugListen               string
 	replicas                  int
 	cb                        callbackOptions
 }
@@ -85,6 +86,7 @@ func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, e
 	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "the gateways' --public-url, for hosted page links in callbacks [GATEWAY_PUBLIC_URL]")
 	replicaFlag(fs, &o.replicas)
 	logLevelFlag(fs, &o.logLevel)
+	debugFlag(fs, &o.debugListen)
 	o.cb.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -120,6 +122,7 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer nc.Close()
+	defer serveDebug(o.debugListen, log)()
 	cfg := o.cb.config(nc, o.replicas, log)
 	cfg.PublicURL = o.publicURL
 	log.Info("callback dispatcher starting", "nats", o.nats)

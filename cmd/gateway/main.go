@@ -83,7 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.cb.register(fs)
 	replicaFlag(fs, &o.replicas)
 	logLevelFlag(fs, &o.logLevel)
-	fs.StringVar(&o.debugListen, "debug-listen", env("GATEWAY_DEBUG_LISTEN", ""), "serve Go runtime profiles (/debug/pprof) on this address, e.g. 127.0.0.1:6060 [GATEWAY_DEBUG_LISTEN]")
+	debugFlag(fs, &o.debugListen)
 	err := fs.Parse(args)
 	if err != nil {
 		return o, err
@@ -248,15 +248,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	if o.debugListen != "" {
-		dbg := &http.Server{Addr: o.debugListen, Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Warn("debug listener", "err", err)
-			}
-		}()
-		defer dbg.Close()
-	}
+	defer serveDebug(o.debugListen, log)()
 	// Deposits expire at their expiresAt; the first sweep, once the state
 	// has caught up, expires those that fell due while no gateway ran.
 	sweepDone := make(chan struct{})
@@ -317,6 +309,25 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	closeLedger()
 	log.Info("stopped")
 	return nil
+}
+
+func debugFlag(fs *flag.FlagSet, v *string) {
+	fs.StringVar(v, "debug-listen", env("GATEWAY_DEBUG_LISTEN", ""), "serve Go runtime profiles (/debug/pprof) on this address, e.g. 127.0.0.1:6060 [GATEWAY_DEBUG_LISTEN]")
+}
+
+// serveDebug serves the profiles on addr (none when empty) until the
+// returned function is called.
+func serveDebug(addr string, log *slog.Logger) func() {
+	if addr == "" {
+		return func() {}
+	}
+	dbg := &http.Server{Addr: addr, Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := dbg.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("debug listener", "err", err)
+		}
+	}()
+	return func() { _ = dbg.Close() }
 }
 
 // pprofMux serves the runtime profiles on the debug listener only, never on
