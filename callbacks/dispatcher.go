@@ -210,7 +210,7 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 		return nil, fmt.Errorf("callbacks: jetstream: %w", err)
 	}
 	d := &Dispatcher{cfg: cfg, log: cfg.Logger, js: js, ix: newIndex(),
-		client: newClient(cfg.AllowPrivate, cfg.SiteConcurrency), global: make(chan struct{}, cfg.Concurrency),
+		client: newClient(cfg.AllowPrivate, cfg.Concurrency), global: make(chan struct{}, cfg.Concurrency),
 		rng: mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))}
 	host, _ := os.Hostname()
 	var b [6]byte

@@ -66,6 +66,9 @@ func refusePrivate(network, address string, _ syscall.RawConn) error {
 // newClient returns the HTTP client of the deliveries: no proxy (a proxy
 // would connect on our behalf, past the address check), no redirects
 // (a 3xx is a failed delivery), and connections kept alive per merchant.
+// perHost is as many as all attempts in flight: several sites may share
+// one host (a platform serving many shops), and a smaller idle pool would
+// close and reopen a connection for most of their callbacks.
 func newClient(allowPrivate bool, perHost int) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
@@ -75,7 +78,7 @@ func newClient(allowPrivate bool, perHost int) *http.Client {
 		Proxy:                 nil,
 		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
+		MaxIdleConns:          max(1024, perHost),
 		MaxIdleConnsPerHost:   perHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,

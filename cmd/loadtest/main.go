@@ -35,6 +35,19 @@
 // throughput and p99; -ref-only runs refgw alone. -runs R repeats everything
 // R times with fresh data and adds the median of every figure.
 //
+// -kind callbacks measures the callback dispatcher instead (see
+// callbacks.go): the gateway runs with --callbacks=false while -n deposits
+// over -sites sites, each with a callbackUrl on a receiver inside the load
+// test, are created and approved; then a dispatcher starts (-dispatcher
+// gateway: the gateway restarted with callbacks on; standalone: `gateway
+// callbacks --nats …` beside it) and the time to the n-th callback gives
+// deliveries per second. Then -n more deposits are approved by -c clients
+// and each callback's lag from its approval is measured. Every callback's
+// signature and content is checked:
+//
+//	go run ./cmd/loadtest -gateway /tmp/gw -kind callbacks -n 20000 -sites 20 -c 32 -runs 3
+//	go run ./cmd/loadtest -gateway /tmp/gw -kind callbacks -dispatcher standalone -n 20000 -sites 20 -c 32 -runs 3
+//
 // Output: one human line per phase on stdout; with -json the whole report
 // follows as an indented JSON document starting on a line of its own ("{").
 // Diagnostics and the progress display go to stderr. Server data and logs
