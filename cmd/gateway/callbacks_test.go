@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -138,11 +139,16 @@ type deliveryItem struct {
 	Resends        int    `json:"resends"`
 }
 
-func listCallbacks(t *testing.T, base, query string) []deliveryItem {
+// waitDelivered waits until GET /ops/v1/callbacks?status=delivered lists
+// n deliveries, and returns them.
+func waitDelivered(t *testing.T, base string, n int) []deliveryItem {
 	var page struct {
 		Items []deliveryItem `json:"items"`
 	}
-	opsCall(t, base, "GET", "/ops/v1/callbacks"+query, nil, &page)
+	waitFor(t, 10*time.Second, func() bool {
+		opsCall(t, base, "GET", "/ops/v1/callbacks?status=delivered", nil, &page)
+		return len(page.Items) == n
+	}, fmt.Sprintf("%d deliveries listed", n))
 	return page.Items
 }
 
@@ -162,11 +168,7 @@ func TestCallbacks_deliveredByTheGateway(t *testing.T) {
 	for _, h := range rcv.hooks() {
 		assert.True(t, h.valid, "callback %s verifies", h.id)
 	}
-	var items []deliveryItem
-	waitFor(t, 10*time.Second, func() bool {
-		items = listCallbacks(t, base, "?status=delivered")
-		return len(items) == 2
-	}, "two deliveries listed")
+	items := waitDelivered(t, base, 2)
 	for i, it := range items {
 		assert.Equal(t, txs[i], it.TransactionID)
 		assert.Equal(t, "deposit.approved", it.Type)
@@ -262,11 +264,7 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 		assert.True(t, h.valid, "callback %s verifies", h.id)
 	}
 
-	var items []deliveryItem
-	waitFor(t, 10*time.Second, func() bool {
-		items = listCallbacks(t, base, "?status=delivered")
-		return len(items) == 3
-	}, "the gateway lists the other process's deliveries")
+	items := waitDelivered(t, base, 3) // the other process's deliveries, listed by the gateway
 	var resent deliveryItem
 	opsCall(t, base, "POST", "/ops/v1/callbacks/"+items[2].EventID+"/resend", nil, &resent)
 	assert.Equal(t, 1, resent.Resends)

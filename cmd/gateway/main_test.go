@@ -92,15 +92,22 @@ func TestParseFlags(t *testing.T) {
 				}
 			}
 			o, err := parseFlags(c.args, io.Discard)
-			if c.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), c.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			c.check(t, o)
+			checkParsed(t, o, err, c.wantErr, c.check)
 		})
 	}
+}
+
+// checkParsed judges one flag-parsing case: the error it wants, or the
+// options check passes.
+func checkParsed[O any](t *testing.T, o O, err error, wantErr string, check func(*testing.T, O)) {
+	t.Helper()
+	if wantErr != "" {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), wantErr)
+		return
+	}
+	require.NoError(t, err)
+	check(t, o)
 }
 
 func TestParseDispatcherFlags(t *testing.T) {
@@ -126,13 +133,7 @@ func TestParseDispatcherFlags(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := parseDispatcherFlags(c.args, io.Discard)
-			if c.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), c.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			c.check(t, o)
+			checkParsed(t, o, err, c.wantErr, c.check)
 		})
 	}
 	assert.Equal(t, 2, run(context.Background(), []string{"callbacks"}, io.Discard, io.Discard), "usage error exits 2")
