@@ -391,9 +391,10 @@ type term struct {
 	inflight map[string]*job
 	sites    map[string]*siteState
 	// logc hands first-attempt deliveries to writeLog, which runs until
-	// stop has closed it and it is drained (logDone).
-	logc    chan *job
-	logDone chan struct{}
+	// stop closes logDrain and it has written what waits (logDone).
+	logc     chan *job
+	logDrain chan struct{}
+	logDone  chan struct{}
 	// stopLog ends writeLog early when draining takes too long.
 	stopLog context.CancelFunc
 }
@@ -441,7 +442,7 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	defer stopAttempts()
 	t := &term{d: d, ctx: tctx, cancel: cancel, attemptCtx: actx, stopAttempts: stopAttempts, lease: l, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
 		track: newTracker(), held: map[uint64]*held{}, chains: map[string]*chain{}, inflight: map[string]*job{},
-		sites: map[string]*siteState{}, logc: make(chan *job, maxBatch), logDone: make(chan struct{})}
+		sites: map[string]*siteState{}, logc: make(chan *job, maxBatch), logDrain: make(chan struct{}), logDone: make(chan struct{})}
 	if info.NumAckPending > 0 {
 		// The previous term's unacknowledged messages come back within
 		// AckWait of its last InProgress, which was before it lost the
@@ -509,7 +510,7 @@ func (t *term) stop(graceful bool) {
 	t.stopAttempts()
 	// Deliveries made before the stop are logged and acknowledged, unless
 	// the store does not answer in time.
-	close(t.logc)
+	close(t.logDrain)
 	select {
 	case <-t.logDone:
 	case <-time.After(5 * time.Second):

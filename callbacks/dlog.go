@@ -155,27 +155,30 @@ const maxBatch = 2048
 // writeLog stores the first-attempt deliveries handed over on t.logc, a
 // batch per write, and settles them once stored. While one batch is being
 // written the next gathers, so the batches grow with the delivery rate and
-// the writes stay near one per fsync. It returns when t.logc is closed and
-// drained (the term's stop), or when ctx ends.
+// the writes stay near one per fsync. Once t.logDrain is closed (the
+// term's stop) it writes what is waiting and returns; it also returns when
+// ctx ends. t.logc is never closed: a delivery handed over after the drain
+// stays unlogged and its message unacknowledged, to be delivered again.
 func (t *term) writeLog(ctx context.Context) {
 	d := t.d
 	var jobs []*job
 	var es []loggedEntry
-	for open := true; open; {
-		jobs = jobs[:0]
-		j, ok := <-t.logc
-		if !ok {
-			return
+	for {
+		var j *job
+		select {
+		case j = <-t.logc:
+		case <-t.logDrain:
+			select {
+			case j = <-t.logc:
+			default:
+				return
+			}
 		}
-		jobs = append(jobs, j)
+		jobs = append(jobs[:0], j)
 	gather:
 		for len(jobs) < maxBatch {
 			select {
-			case j, ok := <-t.logc:
-				if !ok {
-					open = false
-					break gather
-				}
+			case j := <-t.logc:
 				jobs = append(jobs, j)
 			default:
 				break gather
@@ -219,7 +222,8 @@ func (t *term) logDelivered(j *job) {
 	select {
 	case t.logc <- j:
 	case <-t.ctx.Done():
-		// writeLog may be gone already; the message is given back.
+		// The log is full and the term ending: the message is given back
+		// and the callback delivered again by the next term.
 	}
 }
 
