@@ -49,11 +49,25 @@ func (d *Dispatcher) List(ctx context.Context, f Filter) (projections.Page[Deliv
 	if err != nil {
 		return page, err
 	}
+	// The log keeps no more than it must: the transaction and the type
+	// are the event's, read back from the stream, once per message (a
+	// group-committed message holds many callbacks).
+	type msg struct {
+		site string
+		evs  []events.Event
+	}
+	msgs := map[uint64]msg{}
 	for _, it := range items {
 		if it.logged {
-			// The log keeps no more than it must: the transaction and
-			// the type are the event's, read back from the stream.
-			j, err := d.event(ctx, it.d.EventID)
+			m, ok := msgs[it.k.seq]
+			if !ok {
+				m.site, m.evs, err = d.message(ctx, it.k.seq)
+				if err != nil {
+					return page, fmt.Errorf("callback %s: %w", it.d.EventID, err)
+				}
+				msgs[it.k.seq] = m
+			}
+			j, err := jobAt(it.d.EventID, it.k, m.site, m.evs)
 			if err != nil {
 				return page, fmt.Errorf("callback %s: %w", it.d.EventID, err)
 			}
@@ -155,21 +169,38 @@ func (d *Dispatcher) event(ctx context.Context, id string) (*job, error) {
 	if !ok {
 		return nil, notFound(id)
 	}
-	m, err := d.cfg.Store.Get(ctx, k.seq)
-	if errors.Is(err, events.ErrNotFound) {
-		return nil, notFound(id)
+	site, evs, err := d.message(ctx, k.seq)
+	if errors.Is(err, ErrEventNotFound) {
+		return nil, notFound(id) // named as asked
 	}
 	if err != nil {
 		return nil, err
 	}
+	return jobAt(id, k, site, evs)
+}
+
+// message reads the site message at seq (not found: no site message).
+func (d *Dispatcher) message(ctx context.Context, seq uint64) (string, []events.Event, error) {
+	m, err := d.cfg.Store.Get(ctx, seq)
+	if errors.Is(err, events.ErrNotFound) {
+		return "", nil, notFound(WebhookID(seq, 0))
+	}
+	if err != nil {
+		return "", nil, err
+	}
 	site, ok := strings.CutPrefix(m.Subject, events.SitePrefix)
 	if !ok {
-		return nil, notFound(id)
+		return "", nil, notFound(WebhookID(seq, 0))
 	}
 	evs, err := events.Decode(m.Data)
 	if err != nil {
-		return nil, fmt.Errorf("message %d: %w", k.seq, err)
+		return "", nil, fmt.Errorf("message %d: %w", seq, err)
 	}
+	return site, evs, nil
+}
+
+// jobAt is the job of the callback at k in a site message's events.
+func jobAt(id string, k key, site string, evs []events.Event) (*job, error) {
 	if k.idx >= len(evs) || callbackType(evs[k.idx].Name) == "" {
 		return nil, notFound(id)
 	}
