@@ -36,7 +36,8 @@ import (
 //
 // Every callback is checked: Standard Webhooks signature with the site's
 // webhookSecret, type deposit.approved, status approved after pending, a
-// transaction this run approved, and one callback per approval (repeats
+// transaction this run approved, at the callbackUrl of that transaction's
+// site, and one callback per approval (repeats
 // of a webhook-id are counted, not failed: delivery is at least once).
 
 // CallbackReport is the outcome of one run of the callbacks mode.
@@ -54,22 +55,25 @@ type CallbackReport struct {
 	// the approval's answer (the approval is recorded) to the callback's
 	// arrival; negative when the callback beat the answer. SentP50Ms and
 	// SentP99Ms measure from the moment the approval request was sent, so
-	// they include the approval's own latency.
+	// they include the approval's own latency, as do SentP90Ms and
+	// SentMaxMs.
 	ApprovalsPerS float64 `json:"approvalsPerSecond"`
 	LagP50Ms      float64 `json:"lagP50Ms"`
 	LagP90Ms      float64 `json:"lagP90Ms"`
 	LagP99Ms      float64 `json:"lagP99Ms"`
 	LagMaxMs      float64 `json:"lagMaxMs"`
 	SentP50Ms     float64 `json:"lagFromSendP50Ms"`
+	SentP90Ms     float64 `json:"lagFromSendP90Ms"`
 	SentP99Ms     float64 `json:"lagFromSendP99Ms"`
+	SentMaxMs     float64 `json:"lagFromSendMaxMs"`
 	Duplicates    int     `json:"duplicates"`
 }
 
 // Line renders the report as one human line.
 func (r *CallbackReport) Line(label string) string {
-	return fmt.Sprintf("%s callbacks (%s dispatcher, n=%d): drain=%.2fs deliveries=%.0f/s steady=%.0f/s | lag phase approvals=%.0f/s lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms (from send p50=%.2fms p99=%.2fms) | duplicates=%d",
+	return fmt.Sprintf("%s callbacks (%s dispatcher, n=%d): drain=%.2fs deliveries=%.0f/s steady=%.0f/s | lag phase approvals=%.0f/s lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms (from send p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms) | duplicates=%d",
 		label, r.Dispatcher, r.N, r.DrainS, r.DeliveriesPerS, r.SteadyPerS, r.ApprovalsPerS, r.LagP50Ms, r.LagP90Ms, r.LagP99Ms, r.LagMaxMs,
-		r.SentP50Ms, r.SentP99Ms, r.Duplicates)
+		r.SentP50Ms, r.SentP90Ms, r.SentP99Ms, r.SentMaxMs, r.Duplicates)
 }
 
 // medianCallbacks folds the runs' callback reports into medians.
@@ -96,7 +100,9 @@ func medianCallbacks(rs []*CallbackReport) *CallbackReport {
 		LagP99Ms:       pick(func(r *CallbackReport) float64 { return r.LagP99Ms }),
 		LagMaxMs:       pick(func(r *CallbackReport) float64 { return r.LagMaxMs }),
 		SentP50Ms:      pick(func(r *CallbackReport) float64 { return r.SentP50Ms }),
+		SentP90Ms:      pick(func(r *CallbackReport) float64 { return r.SentP90Ms }),
 		SentP99Ms:      pick(func(r *CallbackReport) float64 { return r.SentP99Ms }),
+		SentMaxMs:      pick(func(r *CallbackReport) float64 { return r.SentMaxMs }),
 		Duplicates:     int(pick(func(r *CallbackReport) float64 { return float64(r.Duplicates) })),
 	}
 }
@@ -119,9 +125,9 @@ type receiver struct {
 	ids     map[string]int       // webhook-id → callbacks received
 	first   time.Time
 	last    time.Time
-	// expect, when set, is the transactions whose callbacks are awaited;
-	// done is closed when all have arrived.
-	expect  map[string]bool
+	// expect, when set, is the transactions whose callbacks are awaited,
+	// each with its site's index; done is closed when all have arrived.
+	expect  map[string]int
 	pending int
 	done    chan struct{}
 	fails   *failures
@@ -190,7 +196,17 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.arrived[m.Data.TransactionID] = now
-	if r.expect != nil && r.expect[m.Data.TransactionID] {
+	// Every transaction of a phase is awaited before its approvals are
+	// sent, and the previous phase's have all arrived, so a first callback
+	// for anything else is for a transaction this run did not approve.
+	site, ok := r.expect[m.Data.TransactionID]
+	switch {
+	case !ok:
+		r.fail("callback %s: data.transactionId %q is not a transaction approved in this phase", id, m.Data.TransactionID)
+	case site != k:
+		r.fail("callback %s: transaction %s of site %d delivered to site %d's callbackUrl", id, m.Data.TransactionID, site, k)
+	}
+	if ok {
 		if r.first.IsZero() {
 			r.first = now
 		}
@@ -203,18 +219,19 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 func (r *receiver) fail(format string, args ...any) { r.fails.add(catCallbacks, format, args...) }
 
-// await sets the transactions of the next phase; the channel is closed once
-// a callback of each has arrived.
-func (r *receiver) await(txs []string) <-chan struct{} {
+// await sets the transactions of the next phase and their sites' indexes
+// (sites[i] for txs[i]); the channel is closed once a callback of each has
+// arrived.
+func (r *receiver) await(txs []string, sites []int) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.expect = make(map[string]bool, len(txs))
-	for _, tx := range txs {
-		r.expect[tx] = true
+	r.expect = make(map[string]int, len(txs))
+	for i, tx := range txs {
+		r.expect[tx] = sites[i]
 	}
 	r.pending, r.first, r.last = len(txs), time.Time{}, time.Time{}
 	for tx := range r.arrived {
-		if r.expect[tx] {
+		if _, ok := r.expect[tx]; ok {
 			r.pending--
 		}
 	}
@@ -346,21 +363,23 @@ func (a *api) approveAll(ctx context.Context, txs []string, c int, at func(i int
 }
 
 // pendingDeposits creates n deposits spread over sites (untimed) and
-// returns their transaction ids.
-func pendingDeposits(ctx context.Context, base, bank string, sites []site, cfg loadConfig) ([]string, error) {
+// returns their transaction ids and each one's site index.
+func pendingDeposits(ctx context.Context, base, bank string, sites []site, cfg loadConfig) ([]string, []int, error) {
 	t := loadTarget{name: "gateway", base: base, kind: "deposit", bank: bank, sites: sites, strict: true}
 	res := runLoad(ctx, t, cfg, false)
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if res.codes[200] != cfg.n {
-		return nil, fmt.Errorf("creating %d deposits: answers %v (%v)", cfg.n, res.codes, res.errSamples)
+		return nil, nil, fmt.Errorf("creating %d deposits: answers %v (%v)", cfg.n, res.codes, res.errSamples)
 	}
 	txs := make([]string, 0, len(res.oks))
+	idx := make([]int, 0, len(res.oks))
 	for _, ok := range res.oks {
 		txs = append(txs, ok.txID)
+		idx = append(idx, int(ok.site))
 	}
-	return txs, nil
+	return txs, idx, nil
 }
 
 // runCallbacks is one run of the callbacks mode.
@@ -392,7 +411,7 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	cfg := loadConfig{n: o.n, c: o.c, max: o.max, timeout: o.timeout, tag: tag + "a"}
 
 	// 1. drain: n approvals waiting, then a dispatcher starts.
-	txs, err := pendingDeposits(ctx, base, m.Code, sites, cfg)
+	txs, txSites, err := pendingDeposits(ctx, base, m.Code, sites, cfg)
 	if err != nil {
 		return err
 	}
@@ -403,7 +422,7 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	if got := rcv.total.Load(); got != 0 {
 		return fmt.Errorf("%d callbacks arrived from a gateway started with --callbacks=false", got)
 	}
-	done := rcv.await(txs)
+	done := rcv.await(txs, txSites)
 	var start time.Time
 	var stopDispatcher func()
 	switch o.dispatcher {
@@ -446,12 +465,12 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 
 	// 2. lag: approvals while the dispatcher runs.
 	cfg.tag = tag + "b"
-	txs, err = pendingDeposits(ctx, base, m.Code, sites, cfg)
+	txs, txSites, err = pendingDeposits(ctx, base, m.Code, sites, cfg)
 	if err != nil {
 		return err
 	}
 	sent, answered := make([]time.Time, len(txs)), make([]time.Time, len(txs))
-	done = rcv.await(txs)
+	done = rcv.await(txs, txSites)
 	took, err := a.approveAll(ctx, txs, o.c, func(i int, ans bool) {
 		if ans {
 			answered[i] = time.Now()
@@ -466,17 +485,9 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	if err := awaitCallbacks(ctx, rcv, done, o.max); err != nil {
 		return err
 	}
-	lags, fromSend := make([]time.Duration, len(txs)), make([]time.Duration, len(txs))
 	rcv.mu.Lock()
-	for i, tx := range txs {
-		lags[i], fromSend[i] = rcv.arrived[tx].Sub(answered[i]), rcv.arrived[tx].Sub(sent[i])
-	}
+	lagFigures(rep, txs, rcv.arrived, sent, answered)
 	rcv.mu.Unlock()
-	slices.Sort(lags)
-	slices.Sort(fromSend)
-	rep.LagP50Ms, rep.LagP90Ms = ms(percentile(lags, 0.5)), ms(percentile(lags, 0.9))
-	rep.LagP99Ms, rep.LagMaxMs = ms(percentile(lags, 0.99)), ms(lags[len(lags)-1])
-	rep.SentP50Ms, rep.SentP99Ms = ms(percentile(fromSend, 0.5)), ms(percentile(fromSend, 0.99))
 	rep.Duplicates = rcv.duplicates()
 	rr.Callbacks = rep
 	fmt.Printf("run %d %s\n", r, rep.Line("gateway"))
@@ -490,6 +501,25 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 		rr.Failures = append(rr.Failures, "gateway log: "+g.log)
 	}
 	return nil
+}
+
+// lagFigures fills the lag percentiles of rep: for txs[i], its callback's
+// arrival minus answered[i] (the approval's answer) and minus sent[i] (the
+// moment the approval request left).
+func lagFigures(rep *CallbackReport, txs []string, arrived map[string]time.Time, sent, answered []time.Time) {
+	if len(txs) == 0 {
+		return
+	}
+	lags, fromSend := make([]time.Duration, len(txs)), make([]time.Duration, len(txs))
+	for i, tx := range txs {
+		lags[i], fromSend[i] = arrived[tx].Sub(answered[i]), arrived[tx].Sub(sent[i])
+	}
+	slices.Sort(lags)
+	slices.Sort(fromSend)
+	rep.LagP50Ms, rep.LagP90Ms = ms(percentile(lags, 0.5)), ms(percentile(lags, 0.9))
+	rep.LagP99Ms, rep.LagMaxMs = ms(percentile(lags, 0.99)), ms(lags[len(lags)-1])
+	rep.SentP50Ms, rep.SentP90Ms = ms(percentile(fromSend, 0.5)), ms(percentile(fromSend, 0.9))
+	rep.SentP99Ms, rep.SentMaxMs = ms(percentile(fromSend, 0.99)), ms(fromSend[len(fromSend)-1])
 }
 
 // awaitCallbacks waits for done, failing with what is missing after max.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -77,15 +78,16 @@ func TestVerifyWebhook(t *testing.T) {
 
 // TestReceiverChecksCallbacks: the receiver counts what arrives per
 // transaction, repeats of a webhook-id, and every callback that is badly
-// signed or not an approval.
+// signed, not an approval, for a transaction not awaited, or at another
+// site's callbackUrl.
 func TestReceiverChecksCallbacks(t *testing.T) {
 	rcv, err := startReceiver()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rcv.close()
-	rcv.keys = [][]byte{testKey}
-	done := rcv.await([]string{"tx1", "tx2"})
+	rcv.keys = [][]byte{testKey, testKey}
+	done := rcv.await([]string{"tx1", "tx2", "tx3"}, []int{0, 0, 1})
 	post := func(path, id string, typ, status, prev, tx string, tamper bool) {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"type": typ, "timestamp": "2026-01-01T00:00:00Z",
@@ -112,10 +114,11 @@ func TestReceiverChecksCallbacks(t *testing.T) {
 		t.Fatal("done before tx2 arrived")
 	default:
 	}
-	if n, sample := rcv.missing(); n != 1 || sample[0] != "tx2" {
+	if n, sample := rcv.missing(); n != 2 || !slices.Contains(sample, "tx2") || !slices.Contains(sample, "tx3") {
 		t.Fatalf("missing = %d %v", n, sample)
 	}
 	post("/s/0", "2-0", "deposit.approved", "approved", "pending", "tx2", false)
+	post("/s/1", "3-0", "deposit.approved", "approved", "pending", "tx3", false)
 	<-done
 	if rcv.fails.has(catCallbacks) {
 		t.Fatalf("good callbacks failed: %v", rcv.fails.lines())
@@ -123,14 +126,53 @@ func TestReceiverChecksCallbacks(t *testing.T) {
 	if d := rcv.duplicates(); d != 1 {
 		t.Fatalf("duplicates = %d, want 1", d)
 	}
-	post("/s/0", "3-0", "deposit.approved", "approved", "pending", "tx3", true)
-	post("/s/0", "4-0", "deposit.rejected", "rejected", "pending", "tx4", false)
-	post("/s/9", "5-0", "deposit.approved", "approved", "pending", "tx5", false)
+	// Later callbacks of awaited transactions: only their own faults count.
+	post("/s/0", "4-0", "deposit.approved", "approved", "pending", "tx1", true)
+	post("/s/0", "5-0", "deposit.rejected", "rejected", "pending", "tx2", false)
+	post("/s/9", "6-0", "deposit.approved", "approved", "pending", "tx1", false)
 	if got := rcv.fails.count[catCallbacks]; got != 3 {
 		t.Fatalf("failures = %d (%v), want 3: bad signature, wrong type, unknown site", got, rcv.fails.lines())
 	}
-	if got := rcv.total.Load(); got != 6 {
-		t.Fatalf("total = %d, want 6", got)
+	// A well-formed callback for a transaction nobody approved, and the
+	// first callback of an awaited one at another site's URL.
+	rcv.await([]string{"tx7"}, []int{1})
+	post("/s/0", "7-0", "deposit.approved", "approved", "pending", "tx-stray", false)
+	post("/s/0", "8-0", "deposit.approved", "approved", "pending", "tx7", false)
+	if got := rcv.fails.count[catCallbacks]; got != 5 {
+		t.Fatalf("failures = %d (%v), want 5: also a stray transaction and a wrong site", got, rcv.fails.lines())
+	}
+	if got := rcv.total.Load(); got != 9 {
+		t.Fatalf("total = %d, want 9", got)
+	}
+}
+
+// TestLagFigures: lag from the answer and from the send, as nearest-rank
+// percentiles over the transactions of the phase.
+func TestLagFigures(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	var txs []string
+	var sent, answered []time.Time
+	arrived := map[string]time.Time{}
+	// tx i: sent at t0, answered after 10 ms, callback i+1 ms after the answer.
+	for i := range 100 {
+		tx := "tx" + strconv.Itoa(i)
+		txs = append(txs, tx)
+		sent = append(sent, t0)
+		answered = append(answered, t0.Add(10*time.Millisecond))
+		arrived[tx] = t0.Add(time.Duration(11+i) * time.Millisecond)
+	}
+	var r CallbackReport
+	lagFigures(&r, txs, arrived, sent, answered)
+	want := CallbackReport{LagP50Ms: 50, LagP90Ms: 90, LagP99Ms: 99, LagMaxMs: 100,
+		SentP50Ms: 60, SentP90Ms: 100, SentP99Ms: 109, SentMaxMs: 110}
+	if r != want {
+		t.Fatalf("lag figures\n got %+v\nwant %+v", r, want)
+	}
+	// A callback before the approval's answer is a negative lag, not lost.
+	arrived["tx0"] = t0.Add(5 * time.Millisecond)
+	lagFigures(&r, txs[:1], arrived, sent, answered)
+	if r.LagMaxMs != -5 || r.SentMaxMs != 5 {
+		t.Fatalf("early callback: lag %v from send %v", r.LagMaxMs, r.SentMaxMs)
 	}
 }
 
