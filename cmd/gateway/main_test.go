@@ -451,11 +451,11 @@ func TestSIGTERMDrains(t *testing.T) {
 	}
 }
 
-// startWith runs the gateway subprocess with extra arguments and waits for
-// /readyz.
-func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffer) {
+// spawn runs the test binary as the gateway command with args; it is
+// killed when the test ends, and its output logged if the test failed.
+func spawn(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"--http", addr, "--admin-token", "tok", "--log-level", "warn"}, args...)...)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "GATEWAY_TEST_MAIN=1")
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -463,7 +463,18 @@ func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffe
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", args[0], out.String())
+		}
 	})
+	return cmd, out
+}
+
+// startWith runs the gateway subprocess with extra arguments and waits for
+// /readyz.
+func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd, out := spawn(t, append([]string{"--http", addr, "--admin-token", "tok", "--log-level", "warn"}, args...)...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		res, err := http.Get("http://" + addr + "/readyz")
