@@ -67,13 +67,17 @@ type CallbackReport struct {
 	SentP99Ms     float64 `json:"lagFromSendP99Ms"`
 	SentMaxMs     float64 `json:"lagFromSendMaxMs"`
 	Duplicates    int     `json:"duplicates"`
+	// DrainConns and LagConns are the connections the dispatcher opened to
+	// the receiver in each phase: few means keep-alive reuse.
+	DrainConns int `json:"drainConnections"`
+	LagConns   int `json:"lagConnections"`
 }
 
 // Line renders the report as one human line.
 func (r *CallbackReport) Line(label string) string {
-	return fmt.Sprintf("%s callbacks (%s dispatcher, n=%d): drain=%.2fs deliveries=%.0f/s steady=%.0f/s | lag phase approvals=%.0f/s lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms (from send p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms) | duplicates=%d",
+	return fmt.Sprintf("%s callbacks (%s dispatcher, n=%d): drain=%.2fs deliveries=%.0f/s steady=%.0f/s | lag phase approvals=%.0f/s lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms (from send p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms) | duplicates=%d connections=%d+%d",
 		label, r.Dispatcher, r.N, r.DrainS, r.DeliveriesPerS, r.SteadyPerS, r.ApprovalsPerS, r.LagP50Ms, r.LagP90Ms, r.LagP99Ms, r.LagMaxMs,
-		r.SentP50Ms, r.SentP90Ms, r.SentP99Ms, r.SentMaxMs, r.Duplicates)
+		r.SentP50Ms, r.SentP90Ms, r.SentP99Ms, r.SentMaxMs, r.Duplicates, r.DrainConns, r.LagConns)
 }
 
 // medianCallbacks folds the runs' callback reports into medians.
@@ -104,6 +108,8 @@ func medianCallbacks(rs []*CallbackReport) *CallbackReport {
 		SentP99Ms:      pick(func(r *CallbackReport) float64 { return r.SentP99Ms }),
 		SentMaxMs:      pick(func(r *CallbackReport) float64 { return r.SentMaxMs }),
 		Duplicates:     int(pick(func(r *CallbackReport) float64 { return float64(r.Duplicates) })),
+		DrainConns:     int(pick(func(r *CallbackReport) float64 { return float64(r.DrainConns) })),
+		LagConns:       int(pick(func(r *CallbackReport) float64 { return float64(r.LagConns) })),
 	}
 }
 
@@ -132,6 +138,7 @@ type receiver struct {
 	done    chan struct{}
 	fails   *failures
 	total   atomic.Int64
+	conns   atomic.Int64 // connections accepted
 }
 
 func startReceiver() (*receiver, error) {
@@ -141,7 +148,11 @@ func startReceiver() (*receiver, error) {
 	}
 	r := &receiver{base: "http://" + ln.Addr().String(), arrived: map[string]time.Time{}, ids: map[string]int{},
 		fails: newFailures()}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			r.conns.Add(1)
+		}
+	}}
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
 }
@@ -452,7 +463,7 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	if err := awaitCallbacks(ctx, rcv, done, o.max); err != nil {
 		return err
 	}
-	rep := &CallbackReport{Dispatcher: o.dispatcher, N: len(txs)}
+	rep := &CallbackReport{Dispatcher: o.dispatcher, N: len(txs), DrainConns: int(rcv.conns.Load())}
 	rcv.mu.Lock()
 	first, last := rcv.first, rcv.last
 	rcv.mu.Unlock()
@@ -485,6 +496,7 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	if err := awaitCallbacks(ctx, rcv, done, o.max); err != nil {
 		return err
 	}
+	rep.LagConns = int(rcv.conns.Load()) - rep.DrainConns
 	rcv.mu.Lock()
 	lagFigures(rep, txs, rcv.arrived, sent, answered)
 	rcv.mu.Unlock()

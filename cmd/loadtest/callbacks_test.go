@@ -141,8 +141,8 @@ func TestReceiverChecksCallbacks(t *testing.T) {
 	if got := rcv.fails.count[catCallbacks]; got != 5 {
 		t.Fatalf("failures = %d (%v), want 5: also a stray transaction and a wrong site", got, rcv.fails.lines())
 	}
-	if got := rcv.total.Load(); got != 9 {
-		t.Fatalf("total = %d, want 9", got)
+	if got, conns := rcv.total.Load(), rcv.conns.Load(); got != 9 || conns < 1 || conns > 9 {
+		t.Fatalf("total = %d, want 9; connections = %d, want 1 to 9", got, conns)
 	}
 }
 
@@ -212,7 +212,7 @@ func TestCallbacksModeAgainstTheGateway(t *testing.T) {
 				t.Fatalf("failures: %v", rr.Failures)
 			}
 			r := rr.Callbacks
-			if r == nil || r.N != 200 || r.DeliveriesPerS <= 0 || r.LagP99Ms < r.LagP50Ms || r.Dispatcher != disp {
+			if r == nil || r.N != 200 || r.DeliveriesPerS <= 0 || r.LagP99Ms < r.LagP50Ms || r.Dispatcher != disp || r.DrainConns < 1 || r.LagConns < 0 {
 				t.Fatalf("report %s", fmt.Sprintf("%+v", r))
 			}
 		})
