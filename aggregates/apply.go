@@ -1,7 +1,10 @@
 package aggregates
 
 import (
+	"fmt"
+
 	"gateway/events"
+	"gateway/ids"
 )
 
 // journal records how to undo the events applied since Begin, so a batch
@@ -96,7 +99,12 @@ func (s *Site) Rollback() {
 }
 
 // ApplyMessage folds a stored message (all of its events) into the state.
+// A message that cannot be this site's (see checkOwn) is refused whole and
+// leaves the state unchanged.
 func (s *Site) ApplyMessage(seq uint64, evs []events.Event) error {
+	if err := s.checkOwn(seq, evs); err != nil {
+		return err
+	}
 	for i, e := range evs {
 		s.apply(e, seq, uint16(i))
 	}
@@ -108,6 +116,34 @@ func (s *Site) ApplyMessage(seq uint64, evs []events.Event) error {
 		s.Hash = h
 	}
 	s.Seq = seq
+	return nil
+}
+
+// checkOwn refuses a message that cannot belong to this site: a
+// site.created of another site or a second one, an event of the catalog or
+// the operators, or anything before the site was created. The subject a
+// message was read from names its site; this is the defence behind that,
+// so a read that caught other subjects can never merge sites.
+func (s *Site) checkOwn(seq uint64, evs []events.Event) error {
+	created := s.Created()
+	for i, e := range evs {
+		switch p := e.Payload.(type) {
+		case *events.SiteCreated:
+			if ids.SiteID(p.SiteID) != s.ID {
+				return fmt.Errorf("%w: message %d event %d creates site %q, not %q", ErrForeignEvent, seq, i, p.SiteID, s.ID)
+			}
+			if created {
+				return fmt.Errorf("%w: message %d event %d creates site %q again", ErrForeignEvent, seq, i, s.ID)
+			}
+			created = true
+		case *events.BankCreated, *events.BankUpdated, *events.OperatorCreated, *events.OperatorRevoked:
+			return fmt.Errorf("%w: message %d event %d is a %s, not a site event", ErrForeignEvent, seq, i, e.Name)
+		default:
+			if !created {
+				return fmt.Errorf("%w: message %d event %d (%s) comes before site %q was created", ErrForeignEvent, seq, i, e.Name, s.ID)
+			}
+		}
+	}
 	return nil
 }
 
@@ -213,7 +249,7 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 }
 
 func (s *Site) indexOf(txID string) int32 {
-	i, _ := s.Lookup(txID)
+	i, _ := s.Lookup(ids.TxID(txID))
 	return i
 }
 
@@ -233,7 +269,7 @@ func (s *Site) addTx(pid string, tx Tx) int32 {
 }
 
 func (s *Site) update(txID string, at int64, fn func(*Tx)) {
-	i, ok := s.Lookup(txID)
+	i, ok := s.Lookup(ids.TxID(txID))
 	if !ok {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"gateway/aggregates/names"
 	"gateway/aggregates/recipient"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // Command is implemented by every site command.
@@ -86,24 +87,33 @@ type RequestWithdrawal struct {
 
 // ApproveDeposit credits a matched deposit; Amount 0 means the requested one.
 type ApproveDeposit struct {
-	TxID   string
+	TxID   ids.TxID
 	Amount int64
 }
 
 // RejectDeposit closes a deposit without money.
-type RejectDeposit struct{ TxID, Reason string }
+type RejectDeposit struct {
+	TxID   ids.TxID
+	Reason string
+}
 
 // ExpireDeposit closes a pending deposit whose expiry has passed.
-type ExpireDeposit struct{ TxID string }
+type ExpireDeposit struct{ TxID ids.TxID }
 
 // ProcessWithdrawal records that an operator has taken a withdrawal.
-type ProcessWithdrawal struct{ TxID string }
+type ProcessWithdrawal struct{ TxID ids.TxID }
 
 // PayWithdrawal records that a withdrawal was paid out.
-type PayWithdrawal struct{ TxID, Reference string }
+type PayWithdrawal struct {
+	TxID      ids.TxID
+	Reference string
+}
 
 // RejectWithdrawal releases a withdrawal's reservation.
-type RejectWithdrawal struct{ TxID, Reason string }
+type RejectWithdrawal struct {
+	TxID   ids.TxID
+	Reason string
+}
 
 func (CreateSite) siteCommand()        {}
 func (UpdateSite) siteCommand()        {}
@@ -249,7 +259,7 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 
 // target resolves the transaction an operator command names.
 func (s *Site) target(cmd Command) (string, int32, *Tx, error) {
-	var id string
+	var id ids.TxID
 	switch c := cmd.(type) {
 	case ApproveDeposit:
 		id = c.TxID
@@ -268,7 +278,7 @@ func (s *Site) target(cmd Command) (string, int32, *Tx, error) {
 	if !ok {
 		return "", 0, nil, ErrNotFound
 	}
-	return id, i, &s.Txs[i], nil
+	return string(id), i, &s.Txs[i], nil
 }
 
 func (s *Site) refuse(i int32, tx *Tx, action string) (Decision, error) {
@@ -294,7 +304,7 @@ func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision
 	if err := validateSettings(st); err != nil {
 		return Decision{Tx: -1}, err
 	}
-	p := &events.SiteCreated{SiteID: s.ID, Name: *st.Name, AppKey: c.AppKey, Secret: c.Secret,
+	p := &events.SiteCreated{SiteID: string(s.ID), Name: *st.Name, AppKey: c.AppKey, Secret: c.Secret,
 		WebhookSecret: c.WebhookSecret, DepositTTLSeconds: DefaultDepositTTLSeconds}
 	if st.NegativeLimit != nil {
 		p.NegativeLimit = *st.NegativeLimit
@@ -455,7 +465,7 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 		}
 		// The pending deposit is past its expiry but the sweep has not
 		// reached it yet: expire it now so the user is not blocked.
-		exp := ev(&events.DepositExpired{TxID: TxID(s.ID, i)})
+		exp := ev(&events.DepositExpired{TxID: string(ids.NewTx(s.ID, i))})
 		exp.Actor = events.ActorSystem
 		out = append(out, exp)
 	}
@@ -467,7 +477,7 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 	}
 	lang := NormalizeLang(c.Lang)
 	p := &events.DepositRequested{
-		TxID: TxID(s.ID, int32(len(s.Txs))), ProcessID: c.ProcessID, BankID: b.ID, BankCode: b.Code,
+		TxID: string(ids.NewTx(s.ID, int32(len(s.Txs)))), ProcessID: c.ProcessID, BankID: b.ID, BankCode: b.Code,
 		BankName: b.LocalName(lang), IdentifierKind: string(b.IdentifierKind), Amount: c.Amount,
 		UserID: c.UserID, UserName: c.UserName, Name: c.Name, ConvertedName: names.Convert(c.Name),
 		SenderName: c.SenderName, Lang: lang, AccountName: acct.AccountName, AccountNumber: acct.AccountNumber,
@@ -503,7 +513,7 @@ func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) eve
 			"the site treasury cannot cover %d (available %d)", c.Amount, s.Available())
 	}
 	p := &events.WithdrawalRequested{
-		TxID: TxID(s.ID, int32(len(s.Txs))), ProcessID: c.ProcessID, BankID: c.Bank.ID, BankCode: c.Bank.Code,
+		TxID: string(ids.NewTx(s.ID, int32(len(s.Txs)))), ProcessID: c.ProcessID, BankID: c.Bank.ID, BankCode: c.Bank.Code,
 		IdentifierKind: string(c.Bank.IdentifierKind), Amount: c.Amount, UserID: c.UserID, UserName: c.UserName,
 		Name: c.Name, ConvertedName: names.Convert(c.Name), AccountName: c.AccountName, IBAN: c.IBAN,
 	}

@@ -20,6 +20,8 @@ var (
 	ErrSiteExists          = errors.New("site already exists")
 	ErrSiteNotFound        = errors.New("site not found")
 	ErrBankExists          = errors.New("bank code already exists")
+	// ErrForeignEvent refuses a stored message that is not this site's.
+	ErrForeignEvent = errors.New("event does not belong to this site")
 )
 
 // FieldError ties a validation failure to the request field that caused it.

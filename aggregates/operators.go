@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"gateway/events"
+	"gateway/ids"
 )
 
 // Role is what a named operator may do. Roles are ordered: each includes
@@ -103,8 +104,8 @@ func NewOperators() *Operators {
 func (o *Operators) List() []*Operator { return o.list }
 
 // ByID finds an operator, active or revoked.
-func (o *Operators) ByID(id string) (*Operator, bool) {
-	op, ok := o.byID[id]
+func (o *Operators) ByID(id ids.OperatorID) (*Operator, bool) {
+	op, ok := o.byID[string(id)]
 	return op, ok
 }
 
@@ -161,8 +162,8 @@ func (o *Operators) DecideCreateOperator(cmd CreateOperator, now time.Time, acto
 }
 
 // DecideRevokeOperator validates revoking an operator's token.
-func (o *Operators) DecideRevokeOperator(id string, now time.Time, actor string) ([]events.Event, error) {
-	op, ok := o.byID[id]
+func (o *Operators) DecideRevokeOperator(id ids.OperatorID, now time.Time, actor string) ([]events.Event, error) {
+	op, ok := o.byID[string(id)]
 	if !ok {
 		return nil, fieldErr("id", ErrOperatorNotFound, "no operator with id %q", id)
 	}
@@ -170,7 +171,7 @@ func (o *Operators) DecideRevokeOperator(id string, now time.Time, actor string)
 		return nil, fieldErr("id", ErrOperatorRevoked, "operator %q is already revoked", id)
 	}
 	return []events.Event{{Name: events.OperatorRevokedName, Time: now.UnixMilli(), Actor: actor,
-		Payload: &events.OperatorRevoked{ID: id}}}, nil
+		Payload: &events.OperatorRevoked{ID: string(id)}}}, nil
 }
 
 func checkOperatorName(name string) error {

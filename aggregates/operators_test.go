@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/events"
+	"gateway/ids"
 )
 
 func tokenHash(token string) string {
@@ -122,7 +123,7 @@ func TestDecideCreateOperator(t *testing.T) {
 			assert.Equal(t, &events.OperatorCreated{ID: cmd.ID, Name: cmd.Name, Role: cmd.Role, TokenHash: cmd.TokenHash}, e.Payload)
 
 			o.Apply(e)
-			op, ok := o.ByID(cmd.ID)
+			op, ok := o.ByID(ids.OperatorID(cmd.ID))
 			require.True(t, ok)
 			assert.Equal(t, &Operator{ID: cmd.ID, Name: cmd.Name, Role: Role(cmd.Role), TokenHash: cmd.TokenHash, CreatedAt: t0.UnixMilli()}, op)
 			assert.True(t, op.Active())
@@ -151,12 +152,12 @@ func TestDecideRevokeOperator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := operatorsWith(t, validCreateOperator())
 			for i := 0; i < tc.revoke; i++ {
-				evs, err := o.DecideRevokeOperator(tc.id, t0, operator)
+				evs, err := o.DecideRevokeOperator(ids.OperatorID(tc.id), t0, operator)
 				require.NoError(t, err)
 				o.Apply(evs[0])
 			}
 			at := t0.Add(time.Hour)
-			evs, err := o.DecideRevokeOperator(tc.id, at, "oadmin")
+			evs, err := o.DecideRevokeOperator(ids.OperatorID(tc.id), at, "oadmin")
 			if tc.want != nil {
 				require.ErrorIs(t, err, tc.want)
 				var fe *FieldError
@@ -171,9 +172,9 @@ func TestDecideRevokeOperator(t *testing.T) {
 			assert.Equal(t, "oadmin", evs[0].Actor)
 			assert.Equal(t, &events.OperatorRevoked{ID: tc.id}, evs[0].Payload)
 
-			before, _ := o.ByID(tc.id)
+			before, _ := o.ByID(ids.OperatorID(tc.id))
 			o.Apply(evs[0])
-			after, ok := o.ByID(tc.id)
+			after, ok := o.ByID(ids.OperatorID(tc.id))
 			require.True(t, ok, "a revoked operator is still listed")
 			assert.False(t, after.Active())
 			assert.Equal(t, at.UnixMilli(), after.RevokedAt)

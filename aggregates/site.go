@@ -1,8 +1,7 @@
 package aggregates
 
 import (
-	"strconv"
-	"strings"
+	"gateway/ids"
 )
 
 // Kind is the kind of a transaction.
@@ -123,7 +122,7 @@ const DefaultDepositTTLSeconds = 1800
 // decided at.
 type Site struct {
 	// ID is the site id, also the last token of its subject.
-	ID string
+	ID ids.SiteID
 	// Cfg is nil until the site.created event is applied.
 	Cfg *Config
 	// Seq is the stream sequence of the last applied message of the site.
@@ -147,7 +146,7 @@ type Site struct {
 }
 
 // NewSite returns the empty state of site id, before its creation event.
-func NewSite(id string) *Site {
+func NewSite(id ids.SiteID) *Site {
 	return &Site{
 		ID:            id,
 		pids:          newPidIndex(0),
@@ -161,29 +160,10 @@ func NewSite(id string) *Site {
 // Created reports whether the site exists.
 func (s *Site) Created() bool { return s.Cfg != nil }
 
-// TxID is the public transaction id of the site's i-th transaction. It names
-// its site, so an operator action finds the aggregate without another index.
-func TxID(siteID string, i int32) string {
-	return siteID + "-" + strconv.FormatUint(uint64(i)+1, 36)
-}
-
-// ParseTxID splits a transaction id into its site id and index.
-func ParseTxID(id string) (siteID string, idx int32, ok bool) {
-	k := strings.LastIndexByte(id, '-')
-	if k <= 0 || k == len(id)-1 {
-		return "", 0, false
-	}
-	n, err := strconv.ParseUint(id[k+1:], 36, 31)
-	if err != nil || n == 0 || strconv.FormatUint(n, 36) != id[k+1:] {
-		return "", 0, false
-	}
-	return id[:k], int32(n - 1), true
-}
-
 // Lookup returns the index of the transaction with the given id.
-func (s *Site) Lookup(txID string) (int32, bool) {
-	site, idx, ok := ParseTxID(txID)
-	if !ok || site != s.ID || int(idx) >= len(s.Txs) {
+func (s *Site) Lookup(txID ids.TxID) (int32, bool) {
+	idx, ok := txID.Index()
+	if !ok || txID.Site() != s.ID || int(idx) >= len(s.Txs) {
 		return 0, false
 	}
 	return idx, true

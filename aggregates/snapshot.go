@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"gateway/ids"
 )
 
 // Snapshots are derived state at a known stream sequence: they shorten
@@ -33,7 +35,7 @@ type siteSnapshot struct {
 // MarshalSnapshot encodes the committed state. It must not be called while
 // a batch is open.
 func (s *Site) MarshalSnapshot() ([]byte, error) {
-	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: s.ID, Cfg: s.Cfg, Seq: s.Seq, Hash: s.Hash[:],
+	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: string(s.ID), Cfg: s.Cfg, Seq: s.Seq, Hash: s.Hash[:],
 		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingByUser: s.pendingByUser, ProcessIDs: s.pids.arena,
 		Rotation: s.rotation, Reasons: s.reasons})
 	if err != nil {
@@ -51,7 +53,11 @@ func UnmarshalSiteSnapshot(b []byte) (*Site, error) {
 	if snap.Version != snapshotVersion || len(snap.Hash) != 32 {
 		return nil, fmt.Errorf("site snapshot version %d not supported", snap.Version)
 	}
-	s := NewSite(snap.ID)
+	id, err := ids.ParseSite(snap.ID)
+	if err != nil {
+		return nil, fmt.Errorf("site snapshot: %w", err)
+	}
+	s := NewSite(id)
 	s.pids = newPidIndex(len(snap.Txs))
 	s.pids.arena = snap.ProcessIDs
 	s.Cfg, s.Seq, s.Balance, s.PendingWithdrawals, s.Txs = snap.Cfg, snap.Seq, snap.Balance, snap.Pending, snap.Txs

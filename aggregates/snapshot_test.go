@@ -11,6 +11,7 @@ import (
 
 	"gateway/aggregates/recipient"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // decodeSnapshot marshals s and decodes the bytes back into the snapshot
@@ -82,7 +83,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	assert.Nil(t, s2.j)
 	for i := range f.s.Txs {
 		assert.Equal(t, f.s.Reason(int32(i)), s2.Reason(int32(i)), "reason %d", i)
-		id := TxID(siteID, int32(i))
+		id := ids.NewTx(siteID, int32(i))
 		j, ok := s2.Lookup(id)
 		assert.True(t, ok)
 		assert.Equal(t, int32(i), j)
@@ -173,7 +174,7 @@ func TestSnapshotDecidesIdentically(t *testing.T) {
 			}},
 		{"approve expired deposit", func(*fixture, *Bank) Command { return ApproveDeposit{TxID: tx(3)} }, func(t *testing.T, d Decision, err error) {
 			require.NoError(t, err)
-			assert.Equal(t, &events.DepositApproved{TxID: tx(3), Amount: 900, Requested: 900}, d.Events[0].Payload)
+			assert.Equal(t, &events.DepositApproved{TxID: string(tx(3)), Amount: 900, Requested: 900}, d.Events[0].Payload)
 		}},
 		{"pay processing", func(*fixture, *Bank) Command { return PayWithdrawal{TxID: tx(5)} }, func(t *testing.T, d Decision, err error) {
 			require.NoError(t, err)
@@ -221,7 +222,7 @@ func TestSnapshotOfNewSite(t *testing.T) {
 	require.NoError(t, err)
 	s2, err := UnmarshalSiteSnapshot(b)
 	require.NoError(t, err)
-	assert.Equal(t, "fresh", s2.ID)
+	assert.Equal(t, ids.SiteID("fresh"), s2.ID)
 	assert.False(t, s2.Created())
 	assert.Empty(t, s2.Txs)
 	d, err := s2.Decide(ApproveDeposit{TxID: "fresh-1"}, t0, operator)
@@ -251,6 +252,10 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 		{"version zero", good(func(s *siteSnapshot) { s.Version = 0 })},
 		{"short hash", good(func(s *siteSnapshot) { s.Hash = make([]byte, 31) })},
 		{"no hash", good(func(s *siteSnapshot) { s.Hash = nil })},
+		{"wildcard id", good(func(s *siteSnapshot) { s.ID = "*" })},
+		{"full wildcard id", good(func(s *siteSnapshot) { s.ID = ">" })},
+		{"dotted id", good(func(s *siteSnapshot) { s.ID = "a.b" })},
+		{"empty id", good(func(s *siteSnapshot) { s.ID = "" })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -261,5 +266,5 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 	}
 	s, err := UnmarshalSiteSnapshot(good(func(*siteSnapshot) {}))
 	require.NoError(t, err)
-	assert.Equal(t, "s1", s.ID)
+	assert.Equal(t, ids.SiteID("s1"), s.ID)
 }

@@ -230,25 +230,25 @@ func TestAudit_invalidTransitions(t *testing.T) {
 	}{
 		{"paid while pending", func(t *testing.T, s *aggregates.Site) events.Event {
 			i := findTx(t, s, aggregates.KindWithdrawal, aggregates.StatusPending)
-			return ev(&events.WithdrawalPaid{TxID: aggregates.TxID(s.ID, i)})
+			return ev(&events.WithdrawalPaid{TxID: txIDOf(s.ID, i)})
 		}, "withdrawal pending → paid is not an edge", nil},
 		{"approved twice", func(t *testing.T, s *aggregates.Site) events.Event {
 			i := findTx(t, s, aggregates.KindDeposit, aggregates.StatusApproved)
-			return ev(&events.DepositApproved{TxID: aggregates.TxID(s.ID, i), Amount: s.Txs[i].Amount, Requested: s.Txs[i].Requested})
+			return ev(&events.DepositApproved{TxID: txIDOf(s.ID, i), Amount: s.Txs[i].Amount, Requested: s.Txs[i].Requested})
 		}, "deposit approved → approved is not an edge", []string{audit.CheckBalance}},
 		{"rejected after expiry", func(t *testing.T, s *aggregates.Site) events.Event {
 			i := findTx(t, s, aggregates.KindDeposit, aggregates.StatusExpired)
-			return ev(&events.DepositRejected{TxID: aggregates.TxID(s.ID, i), Reason: "late"})
+			return ev(&events.DepositRejected{TxID: txIDOf(s.ID, i), Reason: "late"})
 		}, "deposit expired → rejected is not an edge", nil},
 		{"deposit event on a withdrawal", func(t *testing.T, s *aggregates.Site) events.Event {
 			i := findTx(t, s, aggregates.KindWithdrawal, aggregates.StatusPending)
-			return ev(&events.DepositExpired{TxID: aggregates.TxID(s.ID, i)})
+			return ev(&events.DepositExpired{TxID: txIDOf(s.ID, i)})
 		}, "is a deposit event for a withdrawal", []string{audit.CheckPending}},
 		{"unknown transaction", func(t *testing.T, s *aggregates.Site) events.Event {
-			return ev(&events.DepositApproved{TxID: aggregates.TxID(s.ID, int32(len(s.Txs)+5)), Amount: 5000, Requested: 5000})
+			return ev(&events.DepositApproved{TxID: txIDOf(s.ID, int32(len(s.Txs)+5)), Amount: 5000, Requested: 5000})
 		}, "names a transaction the site does not have", nil},
 		{"another site's transaction", func(t *testing.T, s *aggregates.Site) events.Event {
-			return ev(&events.WithdrawalProcessing{TxID: aggregates.TxID("elsewhere", 0)})
+			return ev(&events.WithdrawalProcessing{TxID: txIDOf("elsewhere", 0)})
 		}, "names a transaction the site does not have", nil},
 	}
 	// One history, copied into a fresh store per case.
@@ -264,12 +264,12 @@ func TestAudit_invalidTransitions(t *testing.T) {
 			seq := appendEvents(t, e.st, s, ev(&events.TreasuryAdjusted{Amount: 1000, Reason: "cover"}), bad)
 
 			rep := e.runAudit(t, audit.Options{})
-			want := []string{s.ID + "/" + audit.CheckTransitions}
+			want := []string{string(s.ID) + "/" + audit.CheckTransitions}
 			for _, c := range tc.also {
-				want = append(want, s.ID+"/"+c)
+				want = append(want, string(s.ID)+"/"+c)
 			}
 			assert.ElementsMatch(t, want, failed(rep))
-			c := check(t, rep, s.ID, audit.CheckTransitions)
+			c := check(t, rep, string(s.ID), audit.CheckTransitions)
 			require.Equal(t, 1, c.Count, "%v", c.Problems)
 			p := c.Problems[0]
 			assert.Equal(t, &audit.Position{Seq: seq, Index: 1, Event: bad.Name}, p.At)
@@ -288,13 +288,13 @@ func TestAudit_treasuryRule(t *testing.T) {
 	gen := e.generate(t, audit.GenOptions{Events: 1000, Sites: 1, Batch: 100, Seed: 5})
 	s := gen.Sites[0].State
 	amount := s.Available() + 1
-	p := &events.WithdrawalRequested{TxID: aggregates.TxID(s.ID, int32(len(s.Txs))), ProcessID: "overdraft-1", BankID: "b",
+	p := &events.WithdrawalRequested{TxID: txIDOf(s.ID, int32(len(s.Txs))), ProcessID: "overdraft-1", BankID: "b",
 		BankCode: "ZAINCASH", IdentifierKind: "PHONE", Amount: amount, UserID: "u", UserName: "u", Name: "n", AccountName: "n", IBAN: "07701234567"}
 	seq := appendEvents(t, e.st, s, events.Event{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: events.ActorMerchant, Payload: p})
 
 	rep := e.runAudit(t, audit.Options{})
-	assert.Equal(t, []string{s.ID + "/" + audit.CheckTreasury}, failed(rep))
-	c := check(t, rep, s.ID, audit.CheckTreasury)
+	assert.Equal(t, []string{string(s.ID) + "/" + audit.CheckTreasury}, failed(rep))
+	c := check(t, rep, string(s.ID), audit.CheckTreasury)
 	require.Len(t, c.Problems, 1)
 	assert.Equal(t, seq, c.Problems[0].At.Seq)
 	assert.Equal(t, p.TxID, c.Problems[0].Tx)
@@ -307,16 +307,16 @@ func TestAudit_transactionIDs(t *testing.T) {
 	gen := e.generate(t, audit.GenOptions{Events: 1000, Sites: 1, Batch: 100, Seed: 9})
 	s := gen.Sites[0].State
 	pid := s.ProcessID(0)
-	p := &events.DepositRequested{TxID: aggregates.TxID(s.ID, int32(len(s.Txs)+1)), ProcessID: pid, BankID: "b", BankCode: "ZAINCASH",
+	p := &events.DepositRequested{TxID: txIDOf(s.ID, int32(len(s.Txs)+1)), ProcessID: pid, BankID: "b", BankCode: "ZAINCASH",
 		Amount: 5000, UserID: "u-x", UserName: "u", Name: "n", Lang: "en", ExpiresAt: time.Now().Add(time.Hour).UnixMilli()}
 	appendEvents(t, e.st, s, events.Event{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: events.ActorMerchant, Payload: p})
 
 	rep := e.runAudit(t, audit.Options{})
-	assert.Equal(t, []string{s.ID + "/" + audit.CheckTxIDs}, failed(rep))
-	c := check(t, rep, s.ID, audit.CheckTxIDs)
+	assert.Equal(t, []string{string(s.ID) + "/" + audit.CheckTxIDs}, failed(rep))
+	c := check(t, rep, string(s.ID), audit.CheckTxIDs)
 	require.Equal(t, 2, c.Count, "%v", c.Problems)
-	assert.Contains(t, c.Problems[0].Message, "where the next id of the site is "+aggregates.TxID(s.ID, int32(len(s.Txs)-1)))
-	assert.Contains(t, c.Problems[1].Message, fmt.Sprintf("processId %q is already used by %s", pid, aggregates.TxID(s.ID, 0)))
+	assert.Contains(t, c.Problems[0].Message, "where the next id of the site is "+txIDOf(s.ID, int32(len(s.Txs)-1)))
+	assert.Contains(t, c.Problems[1].Message, fmt.Sprintf("processId %q is already used by %s", pid, txIDOf(s.ID, 0)))
 }
 
 // TestAudit_snapshots compares the live model (snapshot + later messages)
@@ -331,7 +331,7 @@ func TestAudit_snapshots(t *testing.T) {
 	siteSeqs := func(id string) []uint64 {
 		var out []uint64
 		for _, m := range msgs {
-			if m.Subject == events.SiteSubject(id) {
+			if m.Subject == siteSubject(id) {
 				out = append(out, m.Seq)
 			}
 		}
@@ -405,11 +405,11 @@ func TestAudit_undecodableMessage(t *testing.T) {
 	e := newEnv(t)
 	gen := e.generate(t, audit.GenOptions{Events: 500, Sites: 1, Batch: 100, Seed: 1})
 	s := gen.Sites[0].State
-	seq, err := e.st.Append(context.Background(), events.SiteSubject(s.ID), s.Seq, []byte("garbage"))
+	seq, err := e.st.Append(context.Background(), siteSubject(string(s.ID)), s.Seq, []byte("garbage"))
 	require.NoError(t, err)
 	rep := e.runAudit(t, audit.Options{})
-	assert.Equal(t, []string{s.ID + "/" + audit.CheckDecode}, failed(rep))
-	c := check(t, rep, s.ID, audit.CheckDecode)
+	assert.Equal(t, []string{string(s.ID + "/" + audit.CheckDecode)}, failed(rep))
+	c := check(t, rep, string(s.ID), audit.CheckDecode)
 	assert.Equal(t, seq, c.Problems[0].At.Seq)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // Appender is what Generate writes to. *jsstore.Store implements it.
@@ -91,7 +92,11 @@ func Generate(ctx context.Context, st Appender, o GenOptions) (*GenResult, error
 	width := len(fmt.Sprint(o.Sites))
 	for k := 1; k <= o.Sites; k++ {
 		id := fmt.Sprintf("s%0*d", width, k)
-		g.sites = append(g.sites, &genSite{id: id, s: aggregates.NewSite(id)})
+		subj, err := events.SiteSubject(ids.SiteID(id))
+		if err != nil {
+			return nil, err
+		}
+		g.sites = append(g.sites, &genSite{id: id, subj: subj, s: aggregates.NewSite(ids.SiteID(id))})
 	}
 	snapAt := int(o.SnapshotAt * float64(o.Events))
 	snapped := o.SnapshotAt <= 0
@@ -132,6 +137,7 @@ type generator struct {
 // genSite is the generator's bookkeeping of one site.
 type genSite struct {
 	id      string
+	subj    string
 	s       *aggregates.Site
 	pendDep queue
 	expired []int32
@@ -242,7 +248,7 @@ func (g *generator) batch(ctx context.Context, gs *genSite, n int) error {
 		s.Rollback()
 		return err
 	}
-	seq, err := g.st.Append(ctx, events.SiteSubject(gs.id), s.Seq, data)
+	seq, err := g.st.Append(ctx, gs.subj, s.Seq, data)
 	if err != nil {
 		s.Rollback()
 		return fmt.Errorf("generate site %s: %w", gs.id, err)
@@ -293,7 +299,7 @@ func (g *generator) request() aggregates.Request {
 // allows, and books what it does.
 func (g *generator) step(gs *genSite, decide decideFunc) error {
 	s := gs.s
-	txID := func(i int32) string { return aggregates.TxID(gs.id, i) }
+	txID := func(i int32) ids.TxID { return ids.NewTx(ids.SiteID(gs.id), i) }
 	r := g.rnd.IntN(100)
 	switch {
 	case r < 30:

@@ -12,6 +12,7 @@ import (
 	"gateway/audit"
 	"gateway/events"
 	"gateway/events/jsstore"
+	"gateway/ids"
 )
 
 // env is an embedded JetStream server on a temp dir with the ledger store.
@@ -116,7 +117,7 @@ func appendEvents(t *testing.T, st *jsstore.Store, s *aggregates.Site, evs ...ev
 	t.Helper()
 	data, last, err := events.Seal(s.Hash, evs)
 	require.NoError(t, err)
-	seq, err := st.Append(context.Background(), events.SiteSubject(s.ID), s.Seq, data)
+	seq, err := st.Append(context.Background(), siteSubject(string(s.ID)), s.Seq, data)
 	require.NoError(t, err)
 	require.NoError(t, s.ApplyMessage(seq, evs))
 	require.Equal(t, last, s.Hash)
@@ -127,9 +128,9 @@ func appendEvents(t *testing.T, st *jsstore.Store, s *aggregates.Site, evs ...ev
 // leaving out the message at sequence skip (0: none).
 func replaySite(t *testing.T, msgs []events.Msg, id string, upTo, skip uint64) *aggregates.Site {
 	t.Helper()
-	s := aggregates.NewSite(id)
+	s := aggregates.NewSite(ids.SiteID(id))
 	for _, m := range msgs {
-		if m.Subject != events.SiteSubject(id) || m.Seq > upTo || m.Seq == skip {
+		if m.Subject != siteSubject(id) || m.Seq > upTo || m.Seq == skip {
 			continue
 		}
 		evs, err := events.Decode(m.Data)
@@ -185,3 +186,9 @@ func failed(rep *audit.Report) []string {
 	}
 	return out
 }
+
+// txIDOf is the id of site's i-th transaction.
+func txIDOf[S ~string](site S, i int32) string { return string(ids.NewTx(ids.SiteID(site), i)) }
+
+// siteSubject is the site's subject.
+func siteSubject(id string) string { return events.SitePrefix + id }

@@ -12,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"gateway/events"
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -35,7 +36,15 @@ var errLimit = errors.New("limit reached")
 // be decoded ends the listing with an error naming it.
 func History(ctx context.Context, src Reader, site string, from uint64, limit int, fn func(Entry) error) error {
 	n := 0
-	err := src.Read(ctx, events.SiteSubject(site), from, func(m events.Msg) error {
+	id, err := ids.ParseSite(site)
+	if err != nil {
+		return err
+	}
+	subj, err := events.SiteSubject(id)
+	if err != nil {
+		return err
+	}
+	err = src.Read(ctx, subj, from, func(m events.Msg) error {
 		evs, err := events.Decode(m.Data)
 		if err != nil {
 			return fmt.Errorf("message #%d: %w", m.Seq, err)

@@ -14,6 +14,7 @@ import (
 	"gateway/aggregates"
 	"gateway/audit"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // decideAppend decides cmd against s and appends the events as one message.
@@ -45,14 +46,14 @@ func TestHistory_readableLines(t *testing.T) {
 	decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 500_000, Reason: "opening balance"}, now, "op-1")
 	d := decideAppend(t, e, s, aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: "p1", Amount: 25000, UserID: "u1",
 		UserName: "ali", Name: "Ali Kareem", Bank: bank, BankRef: "ZAINCASH"}, Lang: "en", HostedToken: "tok-unguessable"}, now, events.ActorMerchant)
-	txID := aggregates.TxID(s.ID, d.Tx)
+	txID := txIDOf(s.ID, d.Tx)
 	approveSeq := func() uint64 {
-		decideAppend(t, e, s, aggregates.ApproveDeposit{TxID: txID, Amount: 24000}, now.Add(time.Minute), "op-2")
+		decideAppend(t, e, s, aggregates.ApproveDeposit{TxID: ids.TxID(txID), Amount: 24000}, now.Add(time.Minute), "op-2")
 		return s.Seq
 	}()
 
 	var lines []string
-	require.NoError(t, audit.History(context.Background(), e.st, s.ID, 1, 0, func(en audit.Entry) error {
+	require.NoError(t, audit.History(context.Background(), e.st, string(s.ID), 1, 0, func(en audit.Entry) error {
 		lines = append(lines, en.Line())
 		return nil
 	}))
@@ -75,7 +76,7 @@ func TestHistory_readableLines(t *testing.T) {
 
 	t.Run("from and limit", func(t *testing.T) {
 		var got []string
-		require.NoError(t, audit.History(context.Background(), e.st, s.ID, 3, 1, func(en audit.Entry) error {
+		require.NoError(t, audit.History(context.Background(), e.st, string(s.ID), 3, 1, func(en audit.Entry) error {
 			got = append(got, en.Line())
 			return nil
 		}))

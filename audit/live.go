@@ -33,7 +33,7 @@ func newLiveModel(id string, metaSeq uint64, data []byte, end uint64) *liveModel
 	switch {
 	case err != nil:
 		l.skip = fmt.Sprintf("snapshot at seq %d unreadable by this build (%v): the gateway ignores it and replays from the stream", metaSeq, err)
-	case s.ID != id:
+	case string(s.ID) != id:
 		l.skip = fmt.Sprintf("snapshot site-%s holds site %q: the gateway ignores it and replays from the stream", id, s.ID)
 	case s.Seq > end:
 		l.skip = fmt.Sprintf("snapshot at seq %d is newer than the audited range (1..%d)", s.Seq, end)
@@ -105,7 +105,7 @@ func compareSites(full, live *aggregates.Site, p *problems) {
 	}
 	n := int32(min(len(live.Txs), len(full.Txs)))
 	for i := int32(0); i < n; i++ {
-		id := aggregates.TxID(full.ID, i)
+		id := txIDOf(full.ID, i)
 		if d := txDiff(&full.Txs[i], &live.Txs[i]); d != "" {
 			p.addf(nil, id, "%s", d)
 		}
@@ -123,12 +123,12 @@ func compareSites(full, live *aggregates.Site, p *problems) {
 	lp, fp := pendingSet(live), pendingSet(full)
 	for i := range fp {
 		if !lp[i] {
-			p.addf(nil, aggregates.TxID(full.ID, i), "pending deposit of its user in the full replay, not in the live model")
+			p.addf(nil, txIDOf(full.ID, i), "pending deposit of its user in the full replay, not in the live model")
 		}
 	}
 	for i := range lp {
 		if !fp[i] {
-			p.addf(nil, aggregates.TxID(full.ID, i), "pending deposit of its user in the live model, not in the full replay")
+			p.addf(nil, txIDOf(full.ID, i), "pending deposit of its user in the live model, not in the full replay")
 		}
 	}
 }

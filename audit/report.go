@@ -53,6 +53,9 @@ const (
 	CheckGateway = "gateway"
 	// CheckSnapshots: every site snapshot belongs to a site of the stream.
 	CheckSnapshots = "snapshots"
+	// CheckSubject fails for a subject named like a site's whose last
+	// token is no site id.
+	CheckSubject = "subject"
 	// CheckCatalog: the catalog aggregate applied every message.
 	CheckCatalog = "catalog-replay"
 	// CheckRead: the stream was read to its last sequence.

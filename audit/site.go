@@ -6,6 +6,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // txRec is the independent model's view of one transaction: only what the
@@ -53,7 +54,7 @@ type siteAudit struct {
 }
 
 func newSiteAudit(id string, live *liveModel) *siteAudit {
-	return &siteAudit{id: id, agg: aggregates.NewSite(id), live: live, pids: pidSet{byHash: map[uint64]int32{}}}
+	return &siteAudit{id: id, agg: aggregates.NewSite(ids.SiteID(id)), live: live, pids: pidSet{byHash: map[uint64]int32{}}}
 }
 
 func (a *siteAudit) message(d *decoded) int {
@@ -170,11 +171,11 @@ func (w where) at() *Position { return &Position{Seq: w.seq, Index: w.i, Event: 
 
 // create adds a transaction, checking its id and processId.
 func (a *siteAudit) create(w where, txID, pid string, tx txRec) {
-	if want := aggregates.TxID(a.id, int32(len(a.txs))); txID != want {
+	if want := txIDOf(a.id, int32(len(a.txs))); txID != want {
 		a.txidP.addf(w.at(), txID, "creates transaction %s where the next id of the site is %s", txID, want)
 	}
 	if j, dup := a.pids.add(a.txs, pid, int32(len(a.txs)), &tx); dup {
-		a.txidP.addf(w.at(), txID, "processId %q is already used by %s", pid, aggregates.TxID(a.id, j))
+		a.txidP.addf(w.at(), txID, "processId %q is already used by %s", pid, txIDOf(a.id, j))
 	}
 	if tx.requested <= 0 {
 		a.txidP.addf(w.at(), txID, "amount %d is not positive", tx.requested)
@@ -228,8 +229,9 @@ func (p *pidSet) add(txs []txRec, pid string, i int32, tx *txRec) (int32, bool) 
 
 // peek returns the transaction txID names, nil when it names none.
 func (a *siteAudit) peek(txID string) *txRec {
-	site, idx, ok := aggregates.ParseTxID(txID)
-	if !ok || site != a.id || int(idx) >= len(a.txs) {
+	id := ids.TxID(txID)
+	idx, ok := id.Index()
+	if !ok || string(id.Site()) != a.id || int(idx) >= len(a.txs) {
 		return nil
 	}
 	return &a.txs[idx]
@@ -334,7 +336,7 @@ func (a *siteAudit) report() SiteReport {
 	for i := 0; i < min(len(a.agg.Txs), len(a.txs)); i++ {
 		g, w := &a.agg.Txs[i], &a.txs[i]
 		if g.Kind != w.kind || g.Status != w.status || g.Amount != w.amount || g.Requested != w.requested {
-			txP.addf(nil, aggregates.TxID(a.id, int32(i)), "aggregate has %s %s amount %d requested %d, the events say %s %s amount %d requested %d",
+			txP.addf(nil, txIDOf(a.id, int32(i)), "aggregate has %s %s amount %d requested %d, the events say %s %s amount %d requested %d",
 				g.Kind, g.Status, g.Amount, g.Requested, w.kind, w.status, w.amount, w.requested)
 		}
 	}
@@ -357,4 +359,9 @@ func (a *siteAudit) report() SiteReport {
 	}
 	r.Checks = append(r.Checks, live)
 	return r
+}
+
+// txIDOf is the id of site's i-th transaction, as the gateway names it.
+func txIDOf[S ~string](site S, i int32) string {
+	return string(ids.NewTx(ids.SiteID(site), i))
 }

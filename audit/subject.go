@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"strings"
 
 	"gateway/aggregates"
 	"gateway/events"
@@ -128,10 +129,17 @@ type otherAudit struct {
 	chain   chain
 	catalog *aggregates.Catalog
 	replay  problems
+	notSite problems
 }
 
 func newOtherAudit(subject string) *otherAudit {
 	a := &otherAudit{subject: subject}
+	if strings.HasPrefix(subject, events.SitePrefix) {
+		// Named like a site's subject, but its last token is no site
+		// id: no gateway applies it, and a read of it as a filter
+		// would catch other sites' messages.
+		a.notSite.addf(nil, "", "%q is not a site subject: its last token is no site id (an id with '*', '>' or '.' written around the subject check); no gateway applies its messages", subject)
+	}
 	if subject == events.CatalogSubject {
 		a.catalog = aggregates.NewCatalog()
 	}
@@ -155,6 +163,9 @@ func (a *otherAudit) message(d *decoded) int {
 func (a *otherAudit) report() SubjectReport {
 	r := SubjectReport{Subject: a.subject, Messages: a.msgs, Events: a.evs}
 	r.Checks = append(r.Checks, a.decode.check(CheckDecode, fmt.Sprintf("%d messages", a.msgs)), a.chain.check())
+	if a.notSite.n > 0 {
+		r.Checks = append(r.Checks, a.notSite.check(CheckSubject, ""))
+	}
 	if a.catalog != nil {
 		r.Banks = len(a.catalog.Banks())
 		r.Checks = append(r.Checks, a.replay.check(CheckCatalog, fmt.Sprintf("%d methods", r.Banks)))

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
+
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +22,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/events/jsstore"
+	"gateway/ids"
 	"gateway/ledger"
 	"gateway/projections"
 )
@@ -36,10 +37,10 @@ type Store interface {
 // Ledger is what the dispatcher needs of the ledger's state
 // (*ledger.Ledger implements it).
 type Ledger interface {
-	SiteConfig(siteID string) (*aggregates.Config, bool)
+	SiteConfig(siteID ids.SiteID) (*aggregates.Config, bool)
 	Followed() uint64
-	Sync(ctx context.Context, siteID string) error
-	ViewCtx(ctx context.Context, siteID string, fn func(*aggregates.Site) error) error
+	Sync(ctx context.Context, siteID ids.SiteID) error
+	ViewCtx(ctx context.Context, siteID ids.SiteID, fn func(*aggregates.Site) error) error
 }
 
 // Records builds a transaction's record as the status lookup returns it
@@ -47,7 +48,7 @@ type Ledger interface {
 type Records interface {
 	// ByIDLocal answers from the state this process holds, which the
 	// dispatcher first lets the ledger bring past the event.
-	ByIDLocal(ctx context.Context, siteID, txID string) (projections.Record, error)
+	ByIDLocal(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (projections.Record, error)
 }
 
 var (
@@ -387,9 +388,9 @@ type term struct {
 	maxSeq   uint64
 	track    *tracker
 	held     map[uint64]*held
-	chains   map[string]*chain
+	chains   map[ids.TxID]*chain
 	inflight map[string]*job
-	sites    map[string]*siteState
+	sites    map[ids.SiteID]*siteState
 	// logc hands first-attempt deliveries to writeLog, which runs until
 	// stop closes logDrain and it has written what waits (logDone).
 	logc     chan *job
@@ -441,8 +442,8 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	actx, stopAttempts := context.WithCancel(context.WithoutCancel(tctx))
 	defer stopAttempts()
 	t := &term{d: d, ctx: tctx, cancel: cancel, attemptCtx: actx, stopAttempts: stopAttempts, lease: l, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
-		track: newTracker(), held: map[uint64]*held{}, chains: map[string]*chain{}, inflight: map[string]*job{},
-		sites: map[string]*siteState{}, logc: make(chan *job, maxBatch), logDrain: make(chan struct{}), logDone: make(chan struct{})}
+		track: newTracker(), held: map[uint64]*held{}, chains: map[ids.TxID]*chain{}, inflight: map[string]*job{},
+		sites: map[ids.SiteID]*siteState{}, logc: make(chan *job, maxBatch), logDrain: make(chan struct{}), logDone: make(chan struct{})}
 	if info.NumAckPending > 0 {
 		// The previous term's unacknowledged messages come back within
 		// AckWait of its last InProgress, which was before it lost the
@@ -587,7 +588,14 @@ func (t *term) dispatch(m jetstream.Msg) {
 		return
 	}
 	seq, reply := md.Sequence.Stream, m.Reply()
-	site := strings.TrimPrefix(m.Subject(), events.SitePrefix)
+	site, ok := events.SiteOf(m.Subject())
+	if !ok {
+		// Only a writer that went around events.SiteSubject can have
+		// stored it: no site of ours, no callbackUrl to call.
+		t.d.log.Error("callback consumer: message on a subject that is no site's skipped", "seq", seq, "subject", m.Subject())
+		t.ack(reply)
+		return
+	}
 	t.mu.Lock()
 	if h := t.held[seq]; h != nil {
 		// A redelivery of a message still being worked on (an
@@ -645,12 +653,12 @@ func (t *term) dispatch(m jetstream.Msg) {
 
 // noCallbackURL reports whether the site certainly has no callbackUrl as
 // of seq: the ledger has applied the stream up to it.
-func (d *Dispatcher) noCallbackURL(site string, seq uint64) bool {
+func (d *Dispatcher) noCallbackURL(site ids.SiteID, seq uint64) bool {
 	cfg, ok := d.cfg.Ledger.SiteConfig(site)
 	return ok && cfg.CallbackURL == "" && d.cfg.Ledger.Followed() >= seq
 }
 
-func (t *term) site(id string) *siteState {
+func (t *term) site(id ids.SiteID) *siteState {
 	s := t.sites[id]
 	if s == nil {
 		s = &siteState{sem: make(chan struct{}, t.d.cfg.SiteConcurrency)}

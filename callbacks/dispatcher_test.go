@@ -97,11 +97,11 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 			return err == nil && len(page.Items) == 5
 		}, "five deliveries listed")
 		for _, it := range page.Items {
-			c := rcv.byTx(it.TransactionID)
+			c := rcv.byTx(string(it.TransactionID))
 			require.Len(t, c, 1, "listed transaction %s", it.TransactionID)
 			assert.Equal(t, c[0].ID, it.EventID)
-			assert.Equal(t, want[it.TransactionID].typ, it.Type)
-			assert.Equal(t, "s1", it.SiteID)
+			assert.Equal(t, want[string(it.TransactionID)].typ, it.Type)
+			assert.Equal(t, "s1", string(it.SiteID))
 			assert.Equal(t, 1, it.Attempts)
 			require.NotNil(t, it.LastStatusCode)
 			assert.Equal(t, 200, *it.LastStatusCode)
@@ -168,8 +168,8 @@ func TestDispatcher_retriesUntil2xx(t *testing.T) {
 	assert.Equal(t, 3, r.Attempts)
 	require.NotNil(t, r.LastStatusCode)
 	assert.Equal(t, 204, *r.LastStatusCode)
-	assert.Equal(t, "s1", r.SiteID)
-	assert.Equal(t, tx, r.TransactionID)
+	assert.Equal(t, "s1", string(r.SiteID))
+	assert.Equal(t, tx, string(r.TransactionID))
 	assert.Equal(t, TypeDepositApproved, r.Type)
 	assert.Nil(t, r.NextAttemptAt)
 	eventually(t, f.consumerDone, "message acknowledged once delivered")
@@ -276,7 +276,7 @@ func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
 		p, err := d.List(context.Background(), Filter{Cursor: cursor, Limit: 2})
 		require.NoError(t, err)
 		for _, it := range p.Items {
-			ids = append(ids, it.TransactionID)
+			ids = append(ids, string(it.TransactionID))
 		}
 		if p.NextCursor == nil {
 			break
@@ -466,7 +466,7 @@ func TestDispatcher_loggedBeforeCrashIsNotDeliveredAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Items, 1)
 	assert.Equal(t, StatusDelivered, p.Items[0].Status)
-	assert.Equal(t, tx, p.Items[0].TransactionID)
+	assert.Equal(t, tx, string(p.Items[0].TransactionID))
 }
 
 func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
@@ -513,7 +513,7 @@ func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
 	}
 	require.Len(t, got, 9)
 	for i, it := range got {
-		assert.Equal(t, txs[i], it.TransactionID, "item %d in stream order", i)
+		assert.Equal(t, txs[i], string(it.TransactionID), "item %d in stream order", i)
 		assert.Equal(t, TypeDepositRejected, it.Type)
 		assert.Equal(t, 1+i%2, it.Attempts, "item %d: odd amounts took two attempts", i)
 		require.NotNil(t, it.LastStatusCode)
@@ -523,7 +523,7 @@ func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Items, 4)
 	for _, it := range p.Items {
-		assert.Equal(t, "s2", it.SiteID)
+		assert.Equal(t, "s2", string(it.SiteID))
 	}
 	p, err = d.List(context.Background(), Filter{SiteID: "nope"})
 	require.NoError(t, err)
@@ -569,7 +569,7 @@ func TestDispatcher_noDeliveriesWithoutCallbackURL(t *testing.T) {
 	p, err = d.List(context.Background(), Filter{})
 	require.NoError(t, err)
 	require.Len(t, p.Items, 1)
-	assert.Equal(t, tx, p.Items[0].TransactionID)
+	assert.Equal(t, tx, string(p.Items[0].TransactionID))
 	assert.NotContains(t, f.logs.String(), "level=WARN")
 	assert.NotContains(t, f.logs.String(), "level=ERROR")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -47,7 +48,7 @@ func encodeBatch(es []loggedEntry) ([]byte, error) {
 // loggedEntry is a decoded stored entry.
 type loggedEntry struct {
 	id   string
-	site string
+	site ids.SiteID
 	code uint16
 	at   int64
 }
@@ -81,8 +82,8 @@ func isBatchKey(k string) bool { return strings.HasPrefix(k, logPrefix) }
 
 // dlog is the in-memory delivery log, sorted by key on demand.
 type dlog struct {
-	sites   []string
-	siteIdx map[string]uint32
+	sites   []ids.SiteID
+	siteIdx map[ids.SiteID]uint32
 	entries []logEntry
 	sorted  bool
 	// batches are the batch keys applied, so the watcher does not apply
@@ -91,10 +92,10 @@ type dlog struct {
 }
 
 func newDlog() *dlog {
-	return &dlog{siteIdx: map[string]uint32{}, sorted: true, batches: map[string]struct{}{}}
+	return &dlog{siteIdx: map[ids.SiteID]uint32{}, sorted: true, batches: map[string]struct{}{}}
 }
 
-func (l *dlog) siteOf(site string) uint32 {
+func (l *dlog) siteOf(site ids.SiteID) uint32 {
 	i, ok := l.siteIdx[site]
 	if !ok {
 		i = uint32(len(l.sites))

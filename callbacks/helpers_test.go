@@ -19,9 +19,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
 	"gateway/events"
 	"gateway/events/jsstore"
+	"gateway/ids"
 	"gateway/ledger"
 	"gateway/projections"
 )
@@ -127,7 +127,9 @@ func (f *fixture) append(site string, evs ...events.Event) uint64 {
 	h := f.heads[site]
 	data, last, err := events.Seal(h.hash, evs)
 	require.NoError(f.t, err)
-	seq, err := f.store.Append(context.Background(), events.SiteSubject(site), h.seq, data)
+	subj, err := events.SiteSubject(ids.SiteID(site))
+	require.NoError(f.t, err)
+	seq, err := f.store.Append(context.Background(), subj, h.seq, data)
 	require.NoError(f.t, err)
 	f.heads[site] = head{seq: seq, hash: last}
 	return seq
@@ -154,7 +156,7 @@ func (f *fixture) nextTx(site string) string {
 	defer f.mu.Unlock()
 	i := f.ntx[site]
 	f.ntx[site] = i + 1
-	return aggregates.TxID(site, i)
+	return string(ids.NewTx(ids.SiteID(site), i))
 }
 
 func (f *fixture) depositEvent(site string, amount int64, expiresAt time.Time) (string, events.Event) {

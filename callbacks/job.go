@@ -13,6 +13,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -33,8 +34,8 @@ const clockSkew = 2 * time.Minute
 type job struct {
 	id   string
 	k    key
-	site string
-	tx   string
+	site ids.SiteID
+	tx   ids.TxID
 	typ  string
 	ev   events.Event
 	// prev is the previous status ("" until known).
@@ -426,7 +427,7 @@ func (d *Dispatcher) load(ctx context.Context, id string) (rec Delivery, found b
 // siteConfig returns the site's settings once the ledger has applied the
 // stream up to at least seq (so a callbackUrl set just before the event is
 // seen, and the site's state covers the event).
-func (d *Dispatcher) siteConfig(ctx context.Context, site string, seq uint64) (*aggregates.Config, error) {
+func (d *Dispatcher) siteConfig(ctx context.Context, site ids.SiteID, seq uint64) (*aggregates.Config, error) {
 	if err := d.caughtUp(ctx, site, seq); err != nil {
 		return nil, err
 	}
@@ -438,7 +439,7 @@ func (d *Dispatcher) siteConfig(ctx context.Context, site string, seq uint64) (*
 // follower is normally there already or within milliseconds, and waiting
 // for it costs nothing; only if it is slow is the one site caught up from
 // the stream, which reads the store and queues behind the site's appends.
-func (d *Dispatcher) caughtUp(ctx context.Context, site string, seq uint64) error {
+func (d *Dispatcher) caughtUp(ctx context.Context, site ids.SiteID, seq uint64) error {
 	for wait := time.Millisecond; d.cfg.Ledger.Followed() < seq; wait *= 2 {
 		if wait > 256*time.Millisecond {
 			return retry(ctx, func() error {

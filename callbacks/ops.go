@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -15,6 +14,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -53,7 +53,7 @@ func (d *Dispatcher) List(ctx context.Context, f Filter) (projections.Page[Deliv
 	// are the event's, read back from the stream, once per message (a
 	// group-committed message holds many callbacks).
 	type msg struct {
-		site string
+		site ids.SiteID
 		evs  []events.Event
 	}
 	msgs := map[uint64]msg{}
@@ -180,7 +180,7 @@ func (d *Dispatcher) event(ctx context.Context, id string) (*job, error) {
 }
 
 // message reads the site message at seq (not found: no site message).
-func (d *Dispatcher) message(ctx context.Context, seq uint64) (string, []events.Event, error) {
+func (d *Dispatcher) message(ctx context.Context, seq uint64) (ids.SiteID, []events.Event, error) {
 	m, err := d.cfg.Store.Get(ctx, seq)
 	if errors.Is(err, events.ErrNotFound) {
 		return "", nil, notFound(WebhookID(seq, 0))
@@ -188,7 +188,7 @@ func (d *Dispatcher) message(ctx context.Context, seq uint64) (string, []events.
 	if err != nil {
 		return "", nil, err
 	}
-	site, ok := strings.CutPrefix(m.Subject, events.SitePrefix)
+	site, ok := events.SiteOf(m.Subject)
 	if !ok {
 		return "", nil, notFound(WebhookID(seq, 0))
 	}
@@ -200,7 +200,7 @@ func (d *Dispatcher) message(ctx context.Context, seq uint64) (string, []events.
 }
 
 // jobAt is the job of the callback at k in a site message's events.
-func jobAt(id string, k key, site string, evs []events.Event) (*job, error) {
+func jobAt(id string, k key, site ids.SiteID, evs []events.Event) (*job, error) {
 	if k.idx >= len(evs) || callbackType(evs[k.idx].Name) == "" {
 		return nil, notFound(id)
 	}
@@ -327,7 +327,15 @@ type Writer struct {
 func (d *Dispatcher) ListHandler(wr Writer) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		f := Filter{Status: q.Get("status"), SiteID: q.Get("site"), Cursor: q.Get("cursor")}
+		f := Filter{Status: q.Get("status"), Cursor: q.Get("cursor")}
+		if v := q.Get("site"); v != "" {
+			site, err := ids.ParseSite(v)
+			if err != nil {
+				wr.Error(w, r, &aggregates.FieldError{Field: "site", Err: aggregates.ErrSiteNotFound, Msg: "no such site"})
+				return
+			}
+			f.SiteID = site
+		}
 		if v := q.Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 1000 {

@@ -11,6 +11,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -45,7 +46,11 @@ func callbackType(name string) string {
 
 // txOf returns the transaction an event concerns ("" for site, treasury
 // and catalog events).
-func txOf(e events.Event) string {
+func txOf(e events.Event) ids.TxID {
+	return ids.TxID(txString(e))
+}
+
+func txString(e events.Event) string {
 	switch p := e.Payload.(type) {
 	case *events.DepositRequested:
 		return p.TxID

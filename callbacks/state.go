@@ -16,6 +16,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -34,9 +35,9 @@ const (
 // to the delivery log instead (see dlog.go), in batches.
 type Delivery struct {
 	// EventID is the webhook-id: "<stream sequence>-<index in message>".
-	EventID       string `json:"eventId"`
-	SiteID        string `json:"siteId"`
-	TransactionID string `json:"transactionId"`
+	EventID       string     `json:"eventId"`
+	SiteID        ids.SiteID `json:"siteId"`
+	TransactionID ids.TxID   `json:"transactionId"`
 	// Type is the callback type ("deposit.approved").
 	Type string `json:"type"`
 	// Status is pending, delivered or failed (parked).
@@ -238,7 +239,7 @@ type Filter struct {
 	// Status is pending, delivered, failed or "" for all.
 	Status string
 	// SiteID limits the listing to one site ("" for all).
-	SiteID string
+	SiteID ids.SiteID
 	// Cursor continues a previous page ("" for the first).
 	Cursor string
 	// Limit is the page size (default 100, at most 1000).

@@ -8,6 +8,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // A callback names the transaction's previousStatus, which the events do
@@ -30,38 +31,38 @@ const maxTracked = 1 << 18
 
 type tracker struct {
 	// status holds StatusExpired deposits and StatusProcessing withdrawals.
-	status map[string]aggregates.Status
+	status map[ids.TxID]aggregates.Status
 	// fifo is the order expired deposits were added, for eviction; it may
 	// hold ids that left the map since.
-	fifo []string
+	fifo []ids.TxID
 	head int
 	// covered is, per site, the index of the first transaction created in
 	// this term: the tracker knows every event of it and of every later one.
-	covered map[string]int32
+	covered map[ids.SiteID]int32
 }
 
 func newTracker() *tracker {
-	return &tracker{status: map[string]aggregates.Status{}, covered: map[string]int32{}}
+	return &tracker{status: map[ids.TxID]aggregates.Status{}, covered: map[ids.SiteID]int32{}}
 }
 
 // isCovered reports whether the tracker has seen every event of txID.
-func (t *tracker) isCovered(txID string) bool {
-	site, idx, ok := aggregates.ParseTxID(txID)
+func (t *tracker) isCovered(txID ids.TxID) bool {
+	idx, ok := txID.Index()
 	if !ok {
 		return false
 	}
-	first, ok := t.covered[site]
+	first, ok := t.covered[txID.Site()]
 	return ok && idx >= first
 }
 
 // observe folds one event of a message seen for the first time, in stream
 // order, and returns the previous status of the transaction when e is a
 // final event ("" when the tracker cannot tell and the stream must).
-func (t *tracker) observe(site string, e events.Event) string {
+func (t *tracker) observe(site ids.SiteID, e events.Event) string {
 	tx := txOf(e)
 	switch e.Payload.(type) {
 	case *events.DepositRequested, *events.WithdrawalRequested:
-		if _, idx, ok := aggregates.ParseTxID(tx); ok {
+		if idx, ok := tx.Index(); ok {
 			if _, seen := t.covered[site]; !seen {
 				t.covered[site] = idx
 			}
@@ -107,14 +108,14 @@ func (t *tracker) evict() {
 		delete(t.status, tx)
 		// Only a covered site's coverage shrinks: an uncovered one
 		// gains nothing from an eviction.
-		if site, idx, ok := aggregates.ParseTxID(tx); ok {
-			if first, cov := t.covered[site]; cov && first <= idx {
-				t.covered[site] = idx + 1
+		if idx, ok := tx.Index(); ok {
+			if first, cov := t.covered[tx.Site()]; cov && first <= idx {
+				t.covered[tx.Site()] = idx + 1
 			}
 		}
 	}
 	if t.head > len(t.fifo)/2 && t.head > 1024 {
-		t.fifo = append([]string(nil), t.fifo[t.head:]...)
+		t.fifo = append([]ids.TxID(nil), t.fifo[t.head:]...)
 		t.head = 0
 	}
 }
@@ -133,10 +134,14 @@ var errStopScan = errors.New("stop scan")
 // scanHistory reads the site's subject from the transaction's creation
 // message to the event at k and replays the transaction's events. Messages
 // that do not mention the transaction id are skipped without decoding.
-func scanHistory(ctx context.Context, st Store, site, txID string, from uint64, k key) (history, error) {
+func scanHistory(ctx context.Context, st Store, site ids.SiteID, txID ids.TxID, from uint64, k key) (history, error) {
 	h := history{prev: aggregates.StatusPending.String()}
 	needle := []byte(txID)
-	err := st.Read(ctx, events.SiteSubject(site), from, func(m events.Msg) error {
+	subj, err := events.SiteSubject(site)
+	if err != nil {
+		return h, err
+	}
+	err = st.Read(ctx, subj, from, func(m events.Msg) error {
 		if m.Seq > k.seq {
 			return errStopScan
 		}

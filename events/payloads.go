@@ -1,5 +1,15 @@
 package events
 
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"gateway/ids"
+)
+
 // SiteCreated opens a merchant site's history. Secrets are kept in the stream
 // because every replica must verify request signatures with them (HMAC is
 // symmetric); access to the stream is access to the secrets.
@@ -246,5 +256,44 @@ const (
 	OperatorsSubject = "ledger.operators"
 )
 
-// SiteSubject returns the subject of a site's history.
-func SiteSubject(siteID string) string { return SitePrefix + siteID }
+// ErrBadSubjectToken is returned for a subject token that is empty or holds
+// a wildcard, a separator, whitespace or a control character.
+var ErrBadSubjectToken = errors.New("not a subject token")
+
+// SubjectToken checks that tok is one literal subject token. Subjects are
+// addresses with wildcards ('*', '>') and separators ('.'): a string from
+// outside that became a token could read or write other sites' histories.
+// Every site subject is built through SiteSubject, which calls this, so no
+// caller can get around it.
+func SubjectToken(tok string) error {
+	if tok == "" {
+		return fmt.Errorf("%w: empty", ErrBadSubjectToken)
+	}
+	for _, r := range tok {
+		if r == '*' || r == '>' || r == '.' || unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			return fmt.Errorf("%w: %q", ErrBadSubjectToken, tok)
+		}
+	}
+	return nil
+}
+
+// SiteSubject returns the subject of a site's history, refusing an id that
+// is not one literal token.
+func SiteSubject(siteID ids.SiteID) (string, error) {
+	if err := SubjectToken(string(siteID)); err != nil {
+		return "", fmt.Errorf("site subject: %w", err)
+	}
+	return SitePrefix + string(siteID), nil
+}
+
+// SiteOf returns the site whose subject is subject; false for any other
+// subject, including a site subject whose last token is not a valid site id
+// (which only a writer that went around SiteSubject could have stored).
+func SiteOf(subject string) (ids.SiteID, bool) {
+	rest, ok := strings.CutPrefix(subject, SitePrefix)
+	if !ok {
+		return "", false
+	}
+	id, err := ids.ParseSite(rest)
+	return id, err == nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/ledger"
 	"gateway/projections"
 )
@@ -58,7 +59,7 @@ const (
 type reqInfo struct {
 	id     string
 	start  time.Time
-	siteID string
+	siteID ids.SiteID
 	actor  string
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"gateway/ids"
 	"github.com/stretchr/testify/require"
 )
 
@@ -529,7 +530,7 @@ func waitSite(t testing.TB, s *stack, st site) {
 	}, 10*time.Second, 5*time.Millisecond, "site %s never reached the other stack", st.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, s.Ledger.Sync(ctx, st.ID))
+	require.NoError(t, s.Ledger.Sync(ctx, ids.SiteID(st.ID)))
 }
 
 func TestProcessIDConflict(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"gateway/aggregates"
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -107,12 +107,12 @@ func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("404 page not found\n"))
 	}
 	tok := r.URL.Query().Get("t")
-	site, _, ok := aggregates.ParseTxID(id)
-	if !ok || tok == "" {
+	txID, err := ids.ParseTx(id)
+	if err != nil || tok == "" {
 		notFound()
 		return
 	}
-	rec, err := s.cfg.Reader.ByID(r.Context(), site, id)
+	rec, err := s.cfg.Reader.ByID(r.Context(), txID.Site(), txID)
 	if err != nil || rec.Deposit == nil || rec.HostedToken == "" ||
 		subtle.ConstantTimeCompare([]byte(tok), []byte(rec.HostedToken)) != 1 {
 		notFound()

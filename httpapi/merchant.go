@@ -72,7 +72,7 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 				message: "sign must be base64(HMAC-SHA256(secret, raw body for POST or raw query for GET))"})
 			return
 		}
-		if ok, wait := s.limiter.allow(siteID, cfg.RateLimit); !ok {
+		if ok, wait := s.limiter.allow("site:"+string(siteID), cfg.RateLimit); !ok {
 			s.writeErr(w, r, &apiError{status: 429, code: "rate_limited", retryAfter: wait,
 				message: "the site's rate limit of " + strconv.FormatInt(cfg.RateLimit, 10) + " requests per second is exceeded"})
 			return
@@ -298,7 +298,12 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) txByID(w http.ResponseWriter, r *http.Request) {
 	ri := info(r)
-	rec, err := s.cfg.Reader.ByID(r.Context(), ri.siteID, chi.URLParam(r, "id"))
+	id, err := txParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	rec, err := s.cfg.Reader.ByID(r.Context(), ri.siteID, id)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

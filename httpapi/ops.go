@@ -24,6 +24,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/projections"
 )
 
@@ -51,19 +52,19 @@ func (s *Server) opsRoutes(r chi.Router) {
 	admin.Patch("/banks/{id}", s.updateBank)
 	read.Get("/transactions", s.listTransactions)
 	read.Get("/transactions/{id}", s.opsTransaction)
-	act.Post("/deposits/{id}/approve", s.txAction(func(id string, b actionBody) aggregates.Command {
+	act.Post("/deposits/{id}/approve", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount)}
 	}))
-	act.Post("/deposits/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
+	act.Post("/deposits/{id}/reject", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.RejectDeposit{TxID: id, Reason: b.Reason}
 	}))
-	act.Post("/withdrawals/{id}/process", s.txAction(func(id string, _ actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/process", s.txAction(func(id ids.TxID, _ actionBody) aggregates.Command {
 		return aggregates.ProcessWithdrawal{TxID: id}
 	}))
-	act.Post("/withdrawals/{id}/pay", s.txAction(func(id string, b actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/pay", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.PayWithdrawal{TxID: id, Reference: b.Reference}
 	}))
-	act.Post("/withdrawals/{id}/reject", s.txAction(func(id string, b actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/reject", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.RejectWithdrawal{TxID: id, Reason: b.Reason}
 	}))
 	admin.Get("/operators", s.listOperators)
@@ -205,7 +206,8 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) {
 	// 256 random bits: the stored SHA-256 needs no salt or stretching.
 	token := operatorTokenPrefix + randomSecret()
 	sum := sha256.Sum256([]byte(token))
-	cmd := aggregates.CreateOperator{ID: "o" + randomBase32(8), Name: deref(b.Name), Role: deref(b.Role),
+	opID := ids.NewOperator()
+	cmd := aggregates.CreateOperator{ID: string(opID), Name: deref(b.Name), Role: deref(b.Role),
 		TokenHash: hex.EncodeToString(sum[:])}
 	err := s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
 		return o.DecideCreateOperator(cmd, s.cfg.Ledger.Now(), info(r).actor)
@@ -214,9 +216,9 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, operatorErr(err))
 		return
 	}
-	op, ok := s.cfg.Ledger.Operators().ByID(cmd.ID)
+	op, ok := s.cfg.Ledger.Operators().ByID(opID)
 	if !ok {
-		s.writeErr(w, r, fmt.Errorf("operator %s missing after creation", cmd.ID))
+		s.writeErr(w, r, fmt.Errorf("operator %s missing after creation", opID))
 		return
 	}
 	v := viewOperator(op)
@@ -242,8 +244,12 @@ func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	err := s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
+	id, err := ids.ParseOperator(chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeErr(w, r, notFound("operator"))
+		return
+	}
+	err = s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
 		return o.DecideRevokeOperator(id, s.cfg.Ledger.Now(), info(r).actor)
 	})
 	if err != nil {
@@ -314,7 +320,7 @@ func (b siteBody) settings() aggregates.SiteSettings {
 // siteView is a site as the operator API shows it. Secrets appear only in
 // the answers that create them.
 type siteView struct {
-	ID                string               `json:"id"`
+	ID                ids.SiteID           `json:"id"`
 	Name              string               `json:"name"`
 	AppKey            string               `json:"appKey"`
 	Secret            string               `json:"secret,omitempty"`
@@ -329,7 +335,7 @@ type siteView struct {
 	Treasury          *projections.Balance `json:"treasury,omitempty"`
 }
 
-func viewSite(id string, c *aggregates.Config) siteView {
+func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
 	v := siteView{ID: id, Name: c.Name, AppKey: c.AppKey, NegativeLimit: c.NegativeLimit, IPAllowlist: c.IPAllowlist,
 		HostedPage: c.HostedPage, DepositTTLSeconds: c.DepositTTLSeconds, RateLimit: c.RateLimit,
 		CreatedAt: projections.FormatTime(c.CreatedAt)}
@@ -349,7 +355,7 @@ func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	id := "s" + randomBase32(8)
+	id := ids.NewSite()
 	cmd := aggregates.CreateSite{AppKey: "ak_" + randomBase32(15), Secret: randomSecret(),
 		WebhookSecret: newWebhookSecret(), Settings: b.settings()}
 	ctx := r.Context()
@@ -378,7 +384,11 @@ func (s *Server) listSites(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSite(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	b, err := s.cfg.Reader.BalanceOf(r.Context(), id)
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -400,7 +410,11 @@ func (s *Server) updateSite(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	id := chi.URLParam(r, "id")
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	if _, err := s.run(r, id, aggregates.UpdateSite{Settings: b.settings()}); err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -411,7 +425,7 @@ func (s *Server) updateSite(w http.ResponseWriter, r *http.Request) {
 
 // run executes a site command on behalf of the authenticated operator and
 // returns the record of the transaction it concerned, if any.
-func (s *Server) run(r *http.Request, siteID string, cmd aggregates.Command) (projections.Record, error) {
+func (s *Server) run(r *http.Request, siteID ids.SiteID, cmd aggregates.Command) (projections.Record, error) {
 	ctx := r.Context()
 	lr, err := s.cfg.Ledger.Execute(ctx, siteID, cmd, info(r).actor)
 	if err != nil || lr.Decision.Tx < 0 {
@@ -441,7 +455,11 @@ func (s *Server) rotateSecret(webhook bool) http.HandlerFunc {
 		if webhook {
 			secret = newWebhookSecret()
 		}
-		id := chi.URLParam(r, "id")
+		id, err := siteParam(r)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
 		cmd := aggregates.RotateSecret{Webhook: webhook, Secret: secret, Overlap: time.Duration(overlap) * time.Second}
 		if _, err := s.run(r, id, cmd); err != nil {
 			s.writeErr(w, r, err)
@@ -469,7 +487,11 @@ func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, errBad("invalid_request", "amount", "amount (a signed whole number of IQD) is required"))
 		return
 	}
-	id := chi.URLParam(r, "id")
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	if _, err := s.run(r, id, aggregates.AdjustTreasury{Amount: *b.Amount, Reason: b.Reason}); err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -483,7 +505,11 @@ func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) siteEvents(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	if _, ok := s.cfg.Ledger.SiteConfig(id); !ok {
 		if err := s.cfg.Ledger.Sync(r.Context(), id); err != nil {
 			s.writeErr(w, r, err)
@@ -569,7 +595,7 @@ func (s *Server) createBank(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, errBad("invalid_request", "enabled", "a new method is enabled; disable it with PATCH"))
 		return
 	}
-	cmd := aggregates.CreateBank{ID: randomHex(12), Code: deref(b.Code), IdentifierKind: deref(b.IdentifierKind),
+	cmd := aggregates.CreateBank{ID: string(ids.NewBank()), Code: deref(b.Code), IdentifierKind: deref(b.IdentifierKind),
 		MinAmount: derefInt(b.MinAmount), MaxAmount: derefInt(b.MaxAmount), Deposit: derefBool(b.Deposit), Withdraw: derefBool(b.Withdraw)}
 	if b.Name != nil {
 		cmd.Name = *b.Name
@@ -596,21 +622,25 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, errBad("invalid_request", field, "code and identifierKind cannot change; create a new method"))
 		return
 	}
-	id := chi.URLParam(r, "id")
-	bk, ok := s.cfg.Ledger.Catalog().Resolve(id)
+	raw, err := ids.ParseBank(chi.URLParam(r, "id"))
+	if err != nil {
+		s.writeErr(w, r, notFound("method"))
+		return
+	}
+	bk, ok := s.cfg.Ledger.Catalog().Resolve(string(raw))
 	if !ok {
 		// It may have been created through another gateway process.
 		if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
 			s.writeErr(w, r, err)
 			return
 		}
-		bk, ok = s.cfg.Ledger.Catalog().Resolve(id)
+		bk, ok = s.cfg.Ledger.Catalog().Resolve(string(raw))
 	}
 	if !ok {
 		s.writeErr(w, r, &apiError{status: 404, code: "not_found", field: "id", message: "no method with this _id or code"})
 		return
 	}
-	id = bk.ID
+	id := bk.ID
 	cmd := aggregates.UpdateBank{ID: id, Name: b.Name, MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit,
 		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled}
 	s.catalogCommand(w, r, id, func(c *aggregates.Catalog) ([]events.Event, error) {
@@ -634,7 +664,12 @@ func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id strin
 
 func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := projections.Filter{SiteID: q.Get("site"), Cursor: q.Get("cursor")}
+	site, err := siteQuery(q.Get("site"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	f := projections.Filter{SiteID: site, Cursor: q.Get("cursor")}
 	switch q.Get("type") {
 	case "":
 	case "deposit":
@@ -652,7 +687,6 @@ func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var err error
 	if f.Limit, err = queryLimit(q.Get("limit")); err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -666,12 +700,12 @@ func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) opsTransaction(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	site, _, ok := aggregates.ParseTxID(id)
-	if !ok {
-		s.writeErr(w, r, aggregates.ErrNotFound)
+	id, err := txParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
 		return
 	}
+	site := id.Site()
 	rec, err := s.cfg.Reader.ByID(r.Context(), site, id)
 	if err != nil {
 		if errors.Is(err, aggregates.ErrSiteNotFound) {
@@ -692,7 +726,7 @@ type actionBody struct {
 
 // txAction runs an operator action on the transaction named in the path and
 // answers with its record as it now is.
-func (s *Server) txAction(mk func(id string, b actionBody) aggregates.Command) http.HandlerFunc {
+func (s *Server) txAction(mk func(id ids.TxID, b actionBody) aggregates.Command) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b actionBody
 		if err := decodeJSON(w, r, &b); err != nil {
@@ -703,12 +737,12 @@ func (s *Server) txAction(mk func(id string, b actionBody) aggregates.Command) h
 			s.writeErr(w, r, errBad("invalid_request", "amount", "amount must be a positive whole number of IQD"))
 			return
 		}
-		id := chi.URLParam(r, "id")
-		site, _, ok := aggregates.ParseTxID(id)
-		if !ok {
-			s.writeErr(w, r, aggregates.ErrNotFound)
+		id, err := txParam(r)
+		if err != nil {
+			s.writeErr(w, r, err)
 			return
 		}
+		site := id.Site()
 		rec, err := s.run(r, site, mk(id, b))
 		if err != nil {
 			if errors.Is(err, aggregates.ErrSiteNotFound) {
@@ -744,12 +778,6 @@ func randomBase32(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return lowerBase32.EncodeToString(b)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // randomSecret is a request-signing secret: 256 random bits.

@@ -7,6 +7,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // SweepExpired expires every pending deposit whose expiresAt has passed, as
@@ -20,11 +21,11 @@ func (l *Ledger) SweepExpired(ctx context.Context) (int, error) {
 	n := 0
 	var firstErr error
 	for _, site := range l.SiteIDs() {
-		var due []string
+		var due []ids.TxID
 		err := l.ViewCtx(ctx, site, func(s *aggregates.Site) error {
 			s.PendingDeposits(func(i int32, tx *aggregates.Tx) {
 				if tx.ExpiresAt <= now {
-					due = append(due, aggregates.TxID(site, i))
+					due = append(due, ids.NewTx(site, i))
 				}
 			})
 			return nil

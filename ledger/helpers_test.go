@@ -17,14 +17,15 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/events/jsstore"
+	"gateway/ids"
 	"gateway/ledger"
 )
 
 // Fixture names shared by the tests.
 const (
-	siteID   = "s1"
-	bankCode = "zain"
-	payee    = "07701234567" // a valid PHONE identifier
+	siteID   ids.SiteID = "s1"
+	bankCode            = "zain"
+	payee               = "07701234567" // a valid PHONE identifier
 )
 
 // waitFor is how long a polled condition may take before the test fails.
@@ -164,12 +165,12 @@ func setupCatalog(t *testing.T, l *ledger.Ledger) {
 
 // createSite creates site id with the given negative limit and funds it
 // with fund (when non-zero).
-func createSite(t *testing.T, l *ledger.Ledger, id string, negativeLimit, fund int64) {
+func createSite(t *testing.T, l *ledger.Ledger, id ids.SiteID, negativeLimit, fund int64) {
 	t.Helper()
 	ctx := context.Background()
-	name := "Site " + id
-	_, err := l.Execute(ctx, id, aggregates.CreateSite{AppKey: "app-" + id, Secret: "secret-" + id,
-		WebhookSecret: "whsec_" + id,
+	name := "Site " + string(id)
+	_, err := l.Execute(ctx, id, aggregates.CreateSite{AppKey: "app-" + string(id), Secret: "secret-" + string(id),
+		WebhookSecret: "whsec_" + string(id),
 		Settings:      aggregates.SiteSettings{Name: &name, NegativeLimit: &negativeLimit}}, "admin")
 	require.NoError(t, err)
 	if fund != 0 {
@@ -209,7 +210,7 @@ func withdrawal(b *aggregates.Bank, pid, user string, amount int64) aggregates.R
 }
 
 // txID is the public id of transaction i of the fixture site.
-func txID(i int32) string { return aggregates.TxID(siteID, i) }
+func txID(i int32) ids.TxID { return ids.NewTx(siteID, i) }
 
 // eventually polls cond until it holds or waitFor passes.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -245,7 +246,7 @@ type siteView struct {
 	Pids      []string
 }
 
-func view(t *testing.T, l *ledger.Ledger, id string) siteView {
+func view(t *testing.T, l *ledger.Ledger, id ids.SiteID) siteView {
 	t.Helper()
 	var v siteView
 	require.NoError(t, l.View(id, func(s *aggregates.Site) error {
@@ -266,11 +267,11 @@ func view(t *testing.T, l *ledger.Ledger, id string) siteView {
 }
 
 // messages returns the decoded messages of a site's subject, in order.
-func messages(t *testing.T, st *jsstore.Store, id string) ([]uint64, [][]events.Event) {
+func messages(t *testing.T, st *jsstore.Store, id ids.SiteID) ([]uint64, [][]events.Event) {
 	t.Helper()
 	var seqs []uint64
 	var all [][]events.Event
-	require.NoError(t, st.Read(context.Background(), events.SiteSubject(id), 1, func(m events.Msg) error {
+	require.NoError(t, st.Read(context.Background(), mustSubject(t, id), 1, func(m events.Msg) error {
 		evs, err := events.Decode(m.Data)
 		if err != nil {
 			return err
@@ -284,7 +285,7 @@ func messages(t *testing.T, st *jsstore.Store, id string) ([]uint64, [][]events.
 
 // verifyChain checks the site's hash chain over every stored event and
 // returns the hash of the last one.
-func verifyChain(t *testing.T, st *jsstore.Store, id string) [32]byte {
+func verifyChain(t *testing.T, st *jsstore.Store, id ids.SiteID) [32]byte {
 	t.Helper()
 	_, msgs := messages(t, st, id)
 	var prev [32]byte
@@ -314,4 +315,12 @@ func run(n int, fn func(i int)) {
 	}
 	close(start)
 	wg.Wait()
+}
+
+// mustSubject is the site's subject.
+func mustSubject(t *testing.T, id ids.SiteID) string {
+	t.Helper()
+	subj, err := events.SiteSubject(id)
+	require.NoError(t, err)
+	return subj
 }

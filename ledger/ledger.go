@@ -15,13 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // Store is the event store the ledger needs (events/jsstore implements it).
@@ -61,8 +61,12 @@ type Ledger struct {
 	log   *slog.Logger
 
 	mu       sync.RWMutex
-	sites    map[string]*entry
+	sites    map[ids.SiteID]*entry
 	byAppKey map[string]*entry
+
+	// misses throttles the catch-ups that lookups of unknown appKeys and
+	// operator tokens trigger (see CatchUpMiss).
+	misses throttle
 
 	// catalog and operators are the shared aggregates (see shared.go).
 	catalog   *shared[aggregates.Catalog, *aggregates.Catalog]
@@ -82,25 +86,59 @@ type Ledger struct {
 	closed   atomic.Bool
 }
 
-// entry guards one site's state. The committer goroutine holds mu from
-// decide to commit, so readers only ever see committed state.
+// entry guards one site's state with two locks. mu is the append lock: it
+// is held by whoever changes the state (the committer for a whole batch,
+// its append included; the follower; a catch-up or a rebuild), so changes
+// are serialized. rw guards the state's memory: a writer holds it only
+// while it changes the state in memory, never across I/O, so a reader
+// (RLock) never waits for an append, and only ever sees committed state.
 type entry struct {
-	id    string
+	id ids.SiteID
+	// subj is the site's subject, built once through events.SiteSubject.
+	subj  string
 	mu    ctxMutex
+	rw    sync.RWMutex
 	state *aggregates.Site
-	// applied mirrors state.Seq for lock-free skips in the follower.
+	// applied mirrors state.Seq for lock-free waits and skips.
 	applied atomic.Uint64
 	// cfg mirrors state.Cfg for lock-free authentication.
 	cfg atomic.Pointer[aggregates.Config]
-	// behind is set when the state may lag the stream (a foreign message
-	// was skipped, or an append ended with an unknown outcome).
+	// behind is set when the state may lag the stream (an append ended
+	// with an unknown outcome, or a conflict); mu held.
 	behind bool
-	// snapSeq is the sequence of the last snapshot written.
+	// fault is set while the site must not be served (see fault).
+	fault atomic.Pointer[fault]
+	// snapSeq is the sequence of the last snapshot written (snapMu held).
 	snapSeq uint64
 
 	qmu     sync.Mutex
 	queue   []*op
 	running bool
+}
+
+// fault is why a site is not served: its commands and reads answer
+// ErrUnavailable. A fault that can be repaired (a panic left the state in
+// doubt) is repaired by rebuilding the state from the snapshot and the
+// stream; the others (a broken hash chain, a message that is not the
+// site's) stay until an operator has looked at the history.
+type fault struct {
+	err     error
+	rebuild bool
+}
+
+// mutate runs fn, which changes the state in memory, under the state lock.
+func (e *entry) mutate(fn func() error) error {
+	e.rw.Lock()
+	defer e.rw.Unlock()
+	return fn()
+}
+
+// unavailable returns the site's fault as an error, nil when it is served.
+func (e *entry) unavailable() error {
+	if f := e.fault.Load(); f != nil {
+		return fmt.Errorf("site %s: %w: %v", e.id, events.ErrUnavailable, f.err)
+	}
+	return nil
 }
 
 type op struct {
@@ -161,8 +199,9 @@ func New(store Store, cfg Config) *Ledger {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[string]*entry{}, byAppKey: map[string]*entry{},
+	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[ids.SiteID]*entry{}, byAppKey: map[string]*entry{},
 		readyC: make(chan struct{}), catalog: newCatalog(), operators: newOperators()}
+	l.misses.every = missInterval
 	return l
 }
 
@@ -237,26 +276,6 @@ func (l *Ledger) Ready() bool { return l.ready.Load() }
 // Followed returns the stream sequence the follower has applied up to.
 func (l *Ledger) Followed() uint64 { return l.followed.Load() }
 
-// CatchUp waits until the follower has applied everything the stream held
-// when it was called: a site or method created through another gateway
-// process is then known here.
-func (l *Ledger) CatchUp(ctx context.Context) error {
-	last, err := l.store.LastSeq(ctx)
-	if err != nil {
-		return err
-	}
-	t := time.NewTicker(2 * time.Millisecond)
-	defer t.Stop()
-	for l.followed.Load() < last {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
 func (l *Ledger) checkReady() {
 	if !l.ready.Load() && l.followed.Load() >= l.target.Load() {
 		if l.ready.CompareAndSwap(false, true) {
@@ -295,77 +314,132 @@ func (l *Ledger) applyFollowed(m events.Msg) {
 	if l.followShared(m) {
 		return
 	}
-	id, ok := strings.CutPrefix(m.Subject, events.SitePrefix)
+	id, ok := events.SiteOf(m.Subject)
 	if !ok {
+		if m.Subject != events.CatalogSubject && m.Subject != events.OperatorsSubject {
+			// Only a writer that went around events.SiteSubject can
+			// have stored it; it belongs to no site and is not applied.
+			l.log.Error("ledger message on a subject that is no site's; not applied (ledgerctl audit lists them)",
+				"subject", m.Subject, "seq", m.Seq)
+		}
 		return
 	}
-	e := l.entry(id, true)
+	e, err := l.entry(id, true)
+	if err != nil {
+		l.log.Error("site message not applied", "subject", m.Subject, "seq", m.Seq, "err", err)
+		return
+	}
 	if m.Seq <= e.applied.Load() {
 		return // written by this process, already applied
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if f := e.fault.Load(); f != nil {
+		if !f.rebuild || l.rebuildLocked(e) != nil {
+			return
+		}
+	}
 	if m.Seq <= e.state.Seq {
 		return
 	}
-	if err := l.applySiteLocked(e, m); err != nil {
-		l.log.Error("site message not applied", "site", id, "seq", m.Seq, "err", err)
-		e.behind = true
+	// A panic here would stop the follower of every site: the site is
+	// taken out of service instead.
+	err = safely(func() error { return l.applySiteLocked(e, m) })
+	var pe *panicError
+	if errors.As(err, &pe) {
+		l.log.Error("panic while applying a site message; the site is not served", "site", e.id,
+			"subject", m.Subject, "seq", m.Seq, "panic", pe.v, "stack", pe.stack)
+		e.fault.Store(&fault{err: err})
 	}
 }
 
-// entry returns the site's entry, creating an empty one when asked.
-func (l *Ledger) entry(id string, create bool) *entry {
+// entry returns the site's entry; with create, it makes an empty one for a
+// site whose id makes a valid subject. It is nil only when there is no
+// entry and none was made.
+func (l *Ledger) entry(id ids.SiteID, create bool) (*entry, error) {
 	l.mu.RLock()
 	e := l.sites[id]
 	l.mu.RUnlock()
 	if e != nil || !create {
-		return e
+		return e, nil
+	}
+	subj, err := events.SiteSubject(id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", aggregates.ErrSiteNotFound, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e = l.sites[id]; e == nil {
-		e = &entry{id: id, mu: newCtxMutex(), state: aggregates.NewSite(id)}
+		e = &entry{id: id, subj: subj, mu: newCtxMutex(), state: aggregates.NewSite(id)}
 		l.sites[id] = e
 	}
+	return e, nil
+}
+
+// lookup returns the entry of an existing site, nil when there is none.
+func (l *Ledger) lookup(id ids.SiteID) *entry {
+	e, _ := l.entry(id, false)
 	return e
 }
 
-// applySiteLocked folds one stored message into e (e.mu held).
+// applySiteLocked folds one stored message into e (e.mu held). A message
+// that does not extend the site's hash chain, or is not the site's, is not
+// applied and the site stops being served: applying it would serve money
+// from a history nobody decided.
 func (l *Ledger) applySiteLocked(e *entry, m events.Msg) error {
-	evs, err := events.Decode(m.Data)
-	if err != nil {
-		return err
-	}
-	if len(evs) > 0 && evs[0].Prev != e.state.Hash {
-		l.log.Error("hash chain broken", "site", e.id, "seq", m.Seq)
-	}
-	if err := e.state.ApplyMessage(m.Seq, evs); err != nil {
+	if err := e.mutate(func() error { return applyMessage(e.state, m) }); err != nil {
+		l.log.Error("site message not applied; the site is not served until its history is repaired",
+			"site", e.id, "subject", m.Subject, "seq", m.Seq, "err", err)
+		e.fault.Store(&fault{err: fmt.Errorf("message %d: %w", m.Seq, err)})
 		return err
 	}
 	l.published(e)
 	return nil
 }
 
-// published refreshes the lock-free mirrors after the state changed.
+// ErrChainBroken is returned for a message whose first event does not link
+// to the chain hash of the site's last applied event.
+var ErrChainBroken = errors.New("hash chain broken")
+
+// applyMessage decodes m and folds it into s, refusing a message that does
+// not extend s's hash chain. s is unchanged when it fails.
+func applyMessage(s *aggregates.Site, m events.Msg) error {
+	evs, err := events.Decode(m.Data)
+	if err != nil {
+		return err
+	}
+	if len(evs) > 0 && evs[0].Prev != s.Hash {
+		return fmt.Errorf("%w at %s seq %d", ErrChainBroken, m.Subject, m.Seq)
+	}
+	return s.ApplyMessage(m.Seq, evs)
+}
+
+// published refreshes the lock-free mirrors after the state changed. An
+// appKey is the site's that created it: another site's event never takes
+// it over, nor removes it.
 func (l *Ledger) published(e *entry) {
 	e.applied.Store(e.state.Seq)
 	cfg := e.state.Cfg
-	if old := e.cfg.Swap(cfg); old != cfg && cfg != nil {
-		l.mu.Lock()
-		if old != nil && old.AppKey != cfg.AppKey {
-			delete(l.byAppKey, old.AppKey)
-		}
-		l.byAppKey[cfg.AppKey] = e
-		l.mu.Unlock()
+	old := e.cfg.Swap(cfg)
+	if old == cfg || cfg == nil {
+		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old != nil && old.AppKey != cfg.AppKey && l.byAppKey[old.AppKey] == e {
+		delete(l.byAppKey, old.AppKey)
+	}
+	if owner := l.byAppKey[cfg.AppKey]; owner != nil && owner != e {
+		l.log.Error("appKey already belongs to another site; not re-pointed", "site", e.id, "owner", owner.id)
+		return
+	}
+	l.byAppKey[cfg.AppKey] = e
 }
 
 // catchUpLocked reads the site's messages after its state (e.mu held).
 func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
-	subj := events.SiteSubject(e.id)
 	for {
-		m, err := l.store.Next(ctx, subj, e.state.Seq+1)
+		m, err := l.store.Next(ctx, e.subj, e.state.Seq+1)
 		if errors.Is(err, events.ErrNotFound) {
 			e.behind = false
 			return nil
@@ -374,59 +448,29 @@ func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
 			return err
 		}
 		if err := l.applySiteLocked(e, m); err != nil {
-			return fmt.Errorf("catch up site %s at %d: %w", e.id, m.Seq, err)
+			return fmt.Errorf("catch up site %s at %d: %w: %v", e.id, m.Seq, events.ErrUnavailable, err)
 		}
 	}
-}
-
-// Sync brings one site up to the stream's current end, for read-your-writes
-// across gateway processes.
-func (l *Ledger) Sync(ctx context.Context, siteID string) error {
-	return l.ViewFresh(ctx, siteID, nil)
-}
-
-// ViewFresh brings one site up to the stream's current end and runs fn on
-// it under the same lock (fn may be nil). fn must not keep the pointer or do
-// I/O.
-func (l *Ledger) ViewFresh(ctx context.Context, siteID string, fn func(*aggregates.Site) error) error {
-	e := l.entry(siteID, false)
-	if e == nil {
-		// Only make an entry for a site the stream knows, so lookups of
-		// made-up ids cannot grow the map.
-		if _, err := l.store.Next(ctx, events.SiteSubject(siteID), 1); err != nil {
-			if errors.Is(err, events.ErrNotFound) {
-				return aggregates.ErrSiteNotFound
-			}
-			return err
-		}
-		e = l.entry(siteID, true)
-	}
-	if err := e.mu.LockCtx(ctx); err != nil {
-		return fmt.Errorf("site %s busy: %w: %v", siteID, events.ErrUnavailable, err)
-	}
-	defer e.mu.Unlock()
-	if err := l.catchUpLocked(ctx, e); err != nil || fn == nil {
-		return err
-	}
-	if !e.state.Created() {
-		return aggregates.ErrSiteNotFound
-	}
-	return fn(e.state)
 }
 
 // Execute runs a command on a site and waits for its outcome. Commands for
 // one site queue up while an append is in flight and are committed together.
-func (l *Ledger) Execute(ctx context.Context, siteID string, cmd aggregates.Command, actor string) (Result, error) {
+func (l *Ledger) Execute(ctx context.Context, siteID ids.SiteID, cmd aggregates.Command, actor string) (Result, error) {
+	none := Result{Decision: aggregates.Decision{Tx: -1}}
 	if l.closed.Load() {
-		return Result{}, ErrClosed
+		return none, ErrClosed
 	}
 	_, isCreate := cmd.(aggregates.CreateSite)
-	e := l.entry(siteID, isCreate)
+	e, err := l.entry(siteID, isCreate)
+	if err != nil {
+		return none, err
+	}
 	if e == nil {
-		if err := l.Sync(ctx, siteID); err != nil {
-			return Result{Decision: aggregates.Decision{Tx: -1}}, err
+		// The site may have been created through another process: wait
+		// for the follower to bring it here.
+		if e, err = l.awaitSite(ctx, siteID); err != nil {
+			return none, err
 		}
-		e = l.entry(siteID, false)
 	}
 	o := &op{cmd: cmd, actor: actor, ctx: ctx, done: make(chan struct{})}
 	e.qmu.Lock()
@@ -444,7 +488,7 @@ func (l *Ledger) Execute(ctx context.Context, siteID string, cmd aggregates.Comm
 	}
 	if o.state.CompareAndSwap(opQueued, opAbandoned) {
 		// Not yet taken by the committer, and now it never will be.
-		return Result{Decision: aggregates.Decision{Tx: -1}}, fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
+		return none, fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
 	}
 	// Taken: its batch ends by the latest deadline of its callers (plus
 	// the time to resolve a failed append), and the answer must be what

@@ -11,6 +11,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/ledger"
 )
 
@@ -26,11 +27,11 @@ func TestLedger_Execute_lifecycle(t *testing.T) {
 	v := view(t, l, siteID)
 	assert.Equal(t, int64(100_000), v.Balance)
 	assert.Equal(t, int64(150_000), v.Available, "available counts the negative limit")
-	siteID2, cfg, ok := l.SiteByAppKey("app-" + siteID)
+	siteID2, cfg, ok := l.SiteByAppKey(string("app-" + siteID))
 	require.True(t, ok)
 	assert.Equal(t, siteID, siteID2)
-	assert.Equal(t, "secret-"+siteID, cfg.Secret)
-	assert.Equal(t, []string{siteID}, l.SiteIDs())
+	assert.Equal(t, "secret-"+string(siteID), cfg.Secret)
+	assert.Equal(t, []ids.SiteID{siteID}, l.SiteIDs())
 
 	// A deposit request creates a pending transaction.
 	r, err := l.Execute(ctx, siteID, deposit(b, "dep-1", "u1", 25_000), events.ActorMerchant)
@@ -167,7 +168,7 @@ func TestLedger_Execute_unknownSiteAndClosed(t *testing.T) {
 	assert.ErrorIs(t, l.Sync(ctx, "nope"), aggregates.ErrSiteNotFound)
 	_, ok := l.SiteConfig("nope")
 	assert.False(t, ok)
-	assert.Equal(t, []string{siteID}, l.SiteIDs(), "lookups of unknown sites leave no trace")
+	assert.Equal(t, []ids.SiteID{siteID}, l.SiteIDs(), "lookups of unknown sites leave no trace")
 
 	// Creating a site twice is refused.
 	name := "again"
@@ -215,9 +216,10 @@ func TestLedger_Execute_cancelledBeforeDecision(t *testing.T) {
 	assert.Len(t, msgs, 2, "only the creation and the funding are stored")
 }
 
-// holdSite keeps the site's state locked (as an in-flight batch would) until
-// the returned function is called.
-func holdSite(t *testing.T, l *ledger.Ledger, id string) (release func()) {
+// holdSite holds the site's state lock for reading until the returned
+// function is called: the committer cannot decide (it changes the state in
+// memory) until then.
+func holdSite(t *testing.T, l *ledger.Ledger, id ids.SiteID) (release func()) {
 	t.Helper()
 	entered, held := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
@@ -365,23 +367,4 @@ func TestLedger_groupCommit_concurrentDeposits(t *testing.T) {
 	v := view(t, l, siteID)
 	assert.Len(t, v.Txs, n)
 	assert.Equal(t, verifyChain(t, st.Store, siteID), v.Hash)
-}
-
-// A reader waiting for a site locked by a batch in flight gives up when its
-// context ends, instead of outliving its request.
-func TestLedger_ViewCtx_givesUpWhileSiteBusy(t *testing.T) {
-	e := newEnv(t)
-	st := e.store("a")
-	l := e.ledger(st, ledger.Config{})
-	setup(t, l, 0, 10_000)
-
-	release := holdSite(t, l, siteID)
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- l.ViewCtx(ctx, siteID, func(*aggregates.Site) error { return nil }) }()
-	cancel()
-	assert.ErrorIs(t, <-errc, events.ErrUnavailable)
-	release()
-	assert.NoError(t, l.ViewCtx(context.Background(), siteID, func(*aggregates.Site) error { return nil }))
-	assert.ErrorIs(t, l.ViewCtx(context.Background(), "nope", func(*aggregates.Site) error { return nil }), aggregates.ErrSiteNotFound)
 }

@@ -13,6 +13,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/ledger"
 )
 
@@ -40,7 +41,7 @@ func createOperator(l *ledger.Ledger, id, name, role string) error {
 
 func revokeOperator(l *ledger.Ledger, id, actor string) error {
 	return l.ExecuteOperators(context.Background(), func(o *aggregates.Operators) ([]events.Event, error) {
-		return o.DecideRevokeOperator(id, epoch, actor)
+		return o.DecideRevokeOperator(ids.OperatorID(id), epoch, actor)
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/ledger"
 )
 
@@ -204,14 +205,14 @@ func TestLedger_twoLedgers_conflictingTransitions(t *testing.T) {
 	ba := bank(t, p.a)
 
 	const pairs = 20
-	newDeposits := func(prefix string) []string {
-		ids := make([]string, pairs)
-		for i := range ids {
+	newDeposits := func(prefix string) []ids.TxID {
+		txs := make([]ids.TxID, pairs)
+		for i := range txs {
 			r, err := p.a.Execute(ctx, siteID, deposit(ba, fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s-u%d", prefix, i), 10_000), events.ActorMerchant)
 			require.NoError(t, err)
-			ids[i] = txID(r.Decision.Tx)
+			txs[i] = txID(r.Decision.Tx)
 		}
-		return ids
+		return txs
 	}
 	// race runs first(i) on ledger a and second(i) on ledger b for every i,
 	// all at once, and returns the errors.
@@ -227,31 +228,31 @@ func TestLedger_twoLedgers_conflictingTransitions(t *testing.T) {
 		})
 		return errA, errB
 	}
-	statusOf := func(v siteView, id string) aggregates.Status {
-		_, i, ok := aggregates.ParseTxID(id)
+	statusOf := func(v siteView, id ids.TxID) aggregates.Status {
+		i, ok := id.Index()
 		require.True(t, ok)
 		return v.Txs[i].Status
 	}
 
 	t.Run("reject vs approve", func(t *testing.T) {
-		ids := newDeposits("rva")
+		txs := newDeposits("rva")
 		before := p.settle(t).Balance
 		errA, errB := race(
-			func(i int) aggregates.Command { return aggregates.RejectDeposit{TxID: ids[i], Reason: "no transfer"} },
-			func(i int) aggregates.Command { return aggregates.ApproveDeposit{TxID: ids[i]} })
+			func(i int) aggregates.Command { return aggregates.RejectDeposit{TxID: txs[i], Reason: "no transfer"} },
+			func(i int) aggregates.Command { return aggregates.ApproveDeposit{TxID: txs[i]} })
 		v := p.settle(t)
 		approved := int64(0)
-		for i := range ids {
+		for i := range txs {
 			if (errA[i] == nil) == (errB[i] == nil) {
 				t.Errorf("deposit %d: reject %v, approve %v: exactly one must win", i, errA[i], errB[i])
 				continue
 			}
 			if errA[i] == nil {
 				assert.ErrorIs(t, errB[i], aggregates.ErrInvalidTransition)
-				assert.Equal(t, aggregates.StatusRejected, statusOf(v, ids[i]))
+				assert.Equal(t, aggregates.StatusRejected, statusOf(v, txs[i]))
 			} else {
 				assert.ErrorIs(t, errA[i], aggregates.ErrInvalidTransition)
-				assert.Equal(t, aggregates.StatusApproved, statusOf(v, ids[i]))
+				assert.Equal(t, aggregates.StatusApproved, statusOf(v, txs[i]))
 				approved++
 			}
 		}
@@ -259,22 +260,22 @@ func TestLedger_twoLedgers_conflictingTransitions(t *testing.T) {
 	})
 
 	t.Run("reject vs expire", func(t *testing.T) {
-		ids := newDeposits("rve")
+		txs := newDeposits("rve")
 		errA, errB := race(
-			func(i int) aggregates.Command { return aggregates.RejectDeposit{TxID: ids[i], Reason: "no transfer"} },
-			func(i int) aggregates.Command { return aggregates.ExpireDeposit{TxID: ids[i]} })
+			func(i int) aggregates.Command { return aggregates.RejectDeposit{TxID: txs[i], Reason: "no transfer"} },
+			func(i int) aggregates.Command { return aggregates.ExpireDeposit{TxID: txs[i]} })
 		v := p.settle(t)
-		for i := range ids {
+		for i := range txs {
 			if (errA[i] == nil) == (errB[i] == nil) {
 				t.Errorf("deposit %d: reject %v, expire %v: exactly one must win", i, errA[i], errB[i])
 				continue
 			}
 			if errA[i] == nil {
 				assert.ErrorIs(t, errB[i], aggregates.ErrInvalidTransition)
-				assert.Equal(t, aggregates.StatusRejected, statusOf(v, ids[i]))
+				assert.Equal(t, aggregates.StatusRejected, statusOf(v, txs[i]))
 			} else {
 				assert.ErrorIs(t, errA[i], aggregates.ErrInvalidTransition)
-				assert.Equal(t, aggregates.StatusExpired, statusOf(v, ids[i]))
+				assert.Equal(t, aggregates.StatusExpired, statusOf(v, txs[i]))
 			}
 		}
 	})
@@ -282,52 +283,52 @@ func TestLedger_twoLedgers_conflictingTransitions(t *testing.T) {
 	// An expired deposit may still be approved, so approval always wins;
 	// the expiry wins only if it came first. Either way it is credited once.
 	t.Run("approve vs expire", func(t *testing.T) {
-		ids := newDeposits("ave")
+		txs := newDeposits("ave")
 		before := p.settle(t).Balance
 		errA, errB := race(
-			func(i int) aggregates.Command { return aggregates.ApproveDeposit{TxID: ids[i]} },
-			func(i int) aggregates.Command { return aggregates.ExpireDeposit{TxID: ids[i]} })
+			func(i int) aggregates.Command { return aggregates.ApproveDeposit{TxID: txs[i]} },
+			func(i int) aggregates.Command { return aggregates.ExpireDeposit{TxID: txs[i]} })
 		v := p.settle(t)
-		for i := range ids {
+		for i := range txs {
 			assert.NoError(t, errA[i], "deposit %d: approval", i)
 			if errB[i] != nil {
 				assert.ErrorIs(t, errB[i], aggregates.ErrInvalidTransition)
 			}
-			assert.Equal(t, aggregates.StatusApproved, statusOf(v, ids[i]))
+			assert.Equal(t, aggregates.StatusApproved, statusOf(v, txs[i]))
 		}
 		assert.Equal(t, before+pairs*10_000, v.Balance)
 	})
 
 	t.Run("pay vs reject withdrawal", func(t *testing.T) {
-		ids := make([]string, pairs)
-		for i := range ids {
+		txs := make([]ids.TxID, pairs)
+		for i := range txs {
 			r, err := p.a.Execute(ctx, siteID, withdrawal(ba, fmt.Sprintf("w-%d", i), fmt.Sprintf("wu-%d", i), 5_000), events.ActorMerchant)
 			require.NoError(t, err)
-			ids[i] = txID(r.Decision.Tx)
-			_, err = p.a.Execute(ctx, siteID, aggregates.ProcessWithdrawal{TxID: ids[i]}, "op-a")
+			txs[i] = txID(r.Decision.Tx)
+			_, err = p.a.Execute(ctx, siteID, aggregates.ProcessWithdrawal{TxID: txs[i]}, "op-a")
 			require.NoError(t, err)
 		}
 		before := p.settle(t)
 		require.Equal(t, int64(pairs*5_000), before.Pending)
 		errA, errB := race(
-			func(i int) aggregates.Command { return aggregates.PayWithdrawal{TxID: ids[i]} },
+			func(i int) aggregates.Command { return aggregates.PayWithdrawal{TxID: txs[i]} },
 			func(i int) aggregates.Command {
-				return aggregates.RejectWithdrawal{TxID: ids[i], Reason: "closed account"}
+				return aggregates.RejectWithdrawal{TxID: txs[i], Reason: "closed account"}
 			})
 		v := p.settle(t)
 		paid := int64(0)
-		for i := range ids {
+		for i := range txs {
 			if (errA[i] == nil) == (errB[i] == nil) {
 				t.Errorf("withdrawal %d: pay %v, reject %v: exactly one must win", i, errA[i], errB[i])
 				continue
 			}
 			if errA[i] == nil {
 				assert.ErrorIs(t, errB[i], aggregates.ErrInvalidTransition)
-				assert.Equal(t, aggregates.StatusPaid, statusOf(v, ids[i]))
+				assert.Equal(t, aggregates.StatusPaid, statusOf(v, txs[i]))
 				paid++
 			} else {
 				assert.ErrorIs(t, errA[i], aggregates.ErrInvalidTransition)
-				assert.Equal(t, aggregates.StatusRejected, statusOf(v, ids[i]))
+				assert.Equal(t, aggregates.StatusRejected, statusOf(v, txs[i]))
 			}
 		}
 		assert.Zero(t, v.Pending, "every reservation is released exactly once")
@@ -347,7 +348,7 @@ func TestLedger_twoLedgers_readYourWrites(t *testing.T) {
 	setupCatalog(t, a)
 	ba := bank(t, a)
 	for i := 0; i < 20; i++ {
-		id := fmt.Sprintf("site-%d", i)
+		id := ids.SiteID(fmt.Sprintf("site-%d", i))
 		createSite(t, a, id, 0, 0)
 		r, err := a.Execute(ctx, id, deposit(ba, "p", "u", 5_000), events.ActorMerchant)
 		require.NoError(t, err)

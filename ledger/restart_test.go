@@ -12,6 +12,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/ledger"
 )
 
@@ -30,7 +31,7 @@ func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
 		return r
 	}
 	pid := func(s string, i int) string { return fmt.Sprintf("%s-%s-%d", tag, s, i) }
-	var deps []string
+	var deps []ids.TxID
 	for i := 0; i < 12; i++ {
 		r := exec(deposit(b, pid("d", i), pid("du", i), int64(1_000*(i+1))), events.ActorMerchant)
 		deps = append(deps, txID(r.Decision.Tx))
@@ -42,10 +43,10 @@ func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
 		case 1:
 			exec(aggregates.ApproveDeposit{TxID: id, Amount: 999}, "op")
 		case 2:
-			exec(aggregates.RejectDeposit{TxID: id, Reason: "reason " + id}, "op")
+			exec(aggregates.RejectDeposit{TxID: id, Reason: string("reason " + id)}, "op")
 		}
 	}
-	var wds []string
+	var wds []ids.TxID
 	for i := 0; i < 8; i++ {
 		r := exec(withdrawal(b, pid("w", i), pid("wu", i), int64(1_500*(i+1))), events.ActorMerchant)
 		wds = append(wds, txID(r.Decision.Tx))
@@ -54,7 +55,7 @@ func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
 		switch i % 4 {
 		case 0:
 			exec(aggregates.ProcessWithdrawal{TxID: id}, "op")
-			exec(aggregates.PayWithdrawal{TxID: id, Reference: "bank-ref " + id}, "op")
+			exec(aggregates.PayWithdrawal{TxID: id, Reference: "bank-ref " + string(id)}, "op")
 		case 1:
 			exec(aggregates.RejectWithdrawal{TxID: id, Reason: "bad account"}, "op")
 		case 2:
@@ -113,17 +114,17 @@ func TestLedger_restart_afterClose(t *testing.T) {
 	assert.LessOrEqual(t, checkpoint(t, st), last)
 	names, err := st.ListSnapshots(ctx)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"checkpoint", "site-" + siteID}, names)
+	assert.ElementsMatch(t, []string{"checkpoint", string("site-" + siteID)}, names)
 
 	// Same store, new ledger: state from the snapshot alone.
 	l2 := e.ledger(st, ledger.Config{Now: clk.Now})
 	got := view(t, l2, siteID)
 	assert.Equal(t, want, got)
-	sid, cfg, ok := l2.SiteByAppKey("app-" + siteID)
+	sid, cfg, ok := l2.SiteByAppKey(string("app-" + siteID))
 	require.True(t, ok)
 	assert.Equal(t, siteID, sid)
 	assert.Equal(t, "secret-r1", cfg.Secret)
-	assert.Equal(t, "secret-"+siteID, cfg.PrevSecret)
+	assert.Equal(t, "secret-"+string(siteID), cfg.PrevSecret)
 	_, ok = l2.Catalog().Resolve(bankCode)
 	assert.True(t, ok, "the catalog is rebuilt too")
 

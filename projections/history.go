@@ -9,7 +9,9 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // HistoryItem is one event of a site's history in readable form.
@@ -58,7 +60,7 @@ func Readable(seq uint64, idx int, e events.Event) (HistoryItem, error) {
 
 // History returns up to limit messages' worth of a site's events starting
 // at stream sequence cursor (a decimal sequence, "" for the beginning).
-func (r *Reader) History(ctx context.Context, siteID, cursor string, limit int) (Page[HistoryItem], error) {
+func (r *Reader) History(ctx context.Context, siteID ids.SiteID, cursor string, limit int) (Page[HistoryItem], error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 200
 	}
@@ -71,7 +73,10 @@ func (r *Reader) History(ctx context.Context, siteID, cursor string, limit int) 
 		from = n
 	}
 	page := Page[HistoryItem]{Items: []HistoryItem{}}
-	subj := events.SiteSubject(siteID)
+	subj, err := events.SiteSubject(siteID)
+	if err != nil {
+		return page, fmt.Errorf("%w: %v", aggregates.ErrSiteNotFound, err)
+	}
 	for len(page.Items) < limit {
 		m, err := r.store.Next(ctx, subj, from)
 		if errors.Is(err, events.ErrNotFound) {

@@ -11,6 +11,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/ledger"
 )
 
@@ -29,8 +30,8 @@ type Reader struct {
 	// created caches decoded creation events by transaction id. They
 	// never change once stored, so the cache needs no invalidation.
 	mu      sync.Mutex
-	created map[string]events.Event
-	order   []string
+	created map[ids.TxID]events.Event
+	order   []ids.TxID
 	next    int
 }
 
@@ -39,7 +40,7 @@ const createdCacheSize = 4096
 // NewReader returns a Reader. publicURL is the base of hosted page links.
 func NewReader(l *ledger.Ledger, store Store, publicURL string) *Reader {
 	return &Reader{ledger: l, store: store, publicURL: strings.TrimRight(publicURL, "/"),
-		created: make(map[string]events.Event, createdCacheSize), order: make([]string, createdCacheSize)}
+		created: make(map[ids.TxID]events.Event, createdCacheSize), order: make([]ids.TxID, createdCacheSize)}
 }
 
 // PublicURL returns the base of hosted page links.
@@ -49,12 +50,12 @@ func (r *Reader) PublicURL() string { return r.publicURL }
 type snapshot struct {
 	tx     aggregates.Tx
 	reason string
-	id     string
+	id     ids.TxID
 	secret string
 }
 
 // ByID returns the current record of a site's transaction.
-func (r *Reader) ByID(ctx context.Context, siteID, txID string) (Record, error) {
+func (r *Reader) ByID(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (Record, error) {
 	return r.lookup(ctx, siteID, true, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
 }
 
@@ -62,16 +63,16 @@ func (r *Reader) ByID(ctx context.Context, siteID, txID string) (Record, error) 
 // site up with the stream first: for a caller that knows the state already
 // covers what it needs (the ledger has followed the stream past it), and
 // that must not queue behind the site's appends.
-func (r *Reader) ByIDLocal(ctx context.Context, siteID, txID string) (Record, error) {
+func (r *Reader) ByIDLocal(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (Record, error) {
 	return r.lookup(ctx, siteID, false, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
 }
 
 // ByProcessID returns the current record of the transaction with processId.
-func (r *Reader) ByProcessID(ctx context.Context, siteID, pid string) (Record, error) {
+func (r *Reader) ByProcessID(ctx context.Context, siteID ids.SiteID, pid string) (Record, error) {
 	return r.lookup(ctx, siteID, true, func(s *aggregates.Site) (int32, bool) { return s.ByProcessID(pid) })
 }
 
-func (r *Reader) lookup(ctx context.Context, siteID string, fresh bool, find func(*aggregates.Site) (int32, bool)) (Record, error) {
+func (r *Reader) lookup(ctx context.Context, siteID ids.SiteID, fresh bool, find func(*aggregates.Site) (int32, bool)) (Record, error) {
 	// The site is caught up with the stream first (fresh): a transaction
 	// created or moved through another gateway process is then seen at
 	// once.
@@ -84,7 +85,7 @@ func (r *Reader) lookup(ctx context.Context, siteID string, fresh bool, find fun
 	err := view(ctx, siteID, func(s *aggregates.Site) error {
 		var i int32
 		if i, ok = find(s); ok {
-			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: aggregates.TxID(siteID, i), secret: s.Cfg.Secret}
+			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: ids.NewTx(siteID, i), secret: s.Cfg.Secret}
 		}
 		return nil
 	})
@@ -100,7 +101,7 @@ func (r *Reader) lookup(ctx context.Context, siteID string, fresh bool, find fun
 // FromResult builds the record a command answered with. When the command
 // appended the transaction's creation event, that event is used directly;
 // repeats read it back from the stream.
-func (r *Reader) FromResult(ctx context.Context, siteID string, res ledger.Result) (Record, error) {
+func (r *Reader) FromResult(ctx context.Context, siteID ids.SiteID, res ledger.Result) (Record, error) {
 	i := res.Decision.Tx
 	if i < 0 {
 		return Record{}, fmt.Errorf("result names no transaction: %w", aggregates.ErrNotFound)
@@ -109,7 +110,7 @@ func (r *Reader) FromResult(ctx context.Context, siteID string, res ledger.Resul
 	if !ok {
 		return Record{}, aggregates.ErrSiteNotFound
 	}
-	snap := snapshot{tx: res.Tx, reason: res.Reason, id: aggregates.TxID(siteID, i), secret: cfg.Secret}
+	snap := snapshot{tx: res.Tx, reason: res.Reason, id: ids.NewTx(siteID, i), secret: cfg.Secret}
 	var own []events.Event
 	if res.Seq != 0 && res.Seq == res.Tx.Seq {
 		own = res.Events
@@ -180,12 +181,12 @@ func (r *Reader) creation(ctx context.Context, snap snapshot, own []events.Event
 }
 
 // creates reports whether e is the creation event of transaction txID.
-func creates(e events.Event, txID string) bool {
+func creates(e events.Event, txID ids.TxID) bool {
 	switch p := e.Payload.(type) {
 	case *events.DepositRequested:
-		return p.TxID == txID
+		return ids.TxID(p.TxID) == txID
 	case *events.WithdrawalRequested:
-		return p.TxID == txID
+		return ids.TxID(p.TxID) == txID
 	}
 	return false
 }
@@ -200,7 +201,7 @@ type Balance struct {
 }
 
 // BalanceOf returns a site's treasury, caught up with the stream.
-func (r *Reader) BalanceOf(ctx context.Context, siteID string) (Balance, error) {
+func (r *Reader) BalanceOf(ctx context.Context, siteID ids.SiteID) (Balance, error) {
 	var b Balance
 	err := r.ledger.ViewFresh(ctx, siteID, func(s *aggregates.Site) error {
 		b = Balance{Balance: s.Balance, PendingWithdrawals: s.PendingWithdrawals, NegativeLimit: s.Cfg.NegativeLimit,
@@ -213,7 +214,7 @@ func (r *Reader) BalanceOf(ctx context.Context, siteID string) (Balance, error) 
 // Filter selects transactions for an operator listing.
 type Filter struct {
 	// SiteID limits the listing to one site ("" for all).
-	SiteID string
+	SiteID ids.SiteID
 	// Kind is 0 for both kinds.
 	Kind aggregates.Kind
 	// Status is 0 for every status.
@@ -248,11 +249,11 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 		if _, ok := r.ledger.SiteConfig(f.SiteID); !ok {
 			return Page[OpsRecord]{}, aggregates.ErrSiteNotFound
 		}
-		sites = []string{f.SiteID}
+		sites = []ids.SiteID{f.SiteID}
 	}
 	page := Page[OpsRecord]{Items: []OpsRecord{}}
 	var snaps []snapshot
-	var lastSite string
+	var lastSite ids.SiteID
 	var lastIdx int32
 	more := false
 	for _, id := range sites {
@@ -273,7 +274,7 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 					more = true
 					return nil
 				}
-				snaps = append(snaps, snapshot{tx: *tx, reason: s.Reason(i), id: aggregates.TxID(id, i), secret: s.Cfg.Secret})
+				snaps = append(snaps, snapshot{tx: *tx, reason: s.Reason(i), id: ids.NewTx(id, i), secret: s.Cfg.Secret})
 				lastSite, lastIdx = id, i
 			}
 			return nil
@@ -290,8 +291,7 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 		if err != nil {
 			return page, err
 		}
-		site, _, _ := aggregates.ParseTxID(sn.id)
-		page.Items = append(page.Items, OpsRecord{SiteID: site, Record: rec})
+		page.Items = append(page.Items, OpsRecord{SiteID: sn.id.Site(), Record: rec})
 	}
 	if more {
 		c := encodeCursor(lastSite, lastIdx+1)
@@ -300,11 +300,13 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 	return page, nil
 }
 
-func encodeCursor(site string, idx int32) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(site + "\x00" + strconv.FormatInt(int64(idx), 10)))
+func encodeCursor(site ids.SiteID, idx int32) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(string(site) + "\x00" + strconv.FormatInt(int64(idx), 10)))
 }
 
-func decodeCursor(c string) (string, int32, error) {
+// decodeCursor parses a cursor, which comes back from outside like any
+// other input: its site must be a site id.
+func decodeCursor(c string) (ids.SiteID, int32, error) {
 	if c == "" {
 		return "", 0, nil
 	}
@@ -312,9 +314,10 @@ func decodeCursor(c string) (string, int32, error) {
 	if err != nil {
 		return "", 0, ErrBadCursor
 	}
-	site, idx, ok := strings.Cut(string(b), "\x00")
+	raw, idx, ok := strings.Cut(string(b), "\x00")
 	n, err := strconv.ParseInt(idx, 10, 32)
-	if !ok || site == "" || err != nil || n < 0 {
+	site, serr := ids.ParseSite(raw)
+	if !ok || serr != nil || err != nil || n < 0 {
 		return "", 0, ErrBadCursor
 	}
 	return site, int32(n), nil

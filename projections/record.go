@@ -18,6 +18,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // Common holds the fields every transaction record has (seed 2.2).
@@ -101,7 +102,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // OpsRecord is a record in an operator listing: the merchant record plus the
 // site it belongs to.
 type OpsRecord struct {
-	SiteID string `json:"siteId"`
+	SiteID ids.SiteID `json:"siteId"`
 	Record
 }
 
@@ -136,7 +137,8 @@ func FormatTime(ms int64) string {
 
 // build joins the compact state of a transaction with its creation event.
 // publicURL is the base of hosted page links; secret signs the hash.
-func build(tx aggregates.Tx, reason string, created events.Event, txID, secret, publicURL string) (Record, bool) {
+func build(tx aggregates.Tx, reason string, created events.Event, id ids.TxID, secret, publicURL string) (Record, bool) {
+	txID := string(id)
 	r := Record{Common: Common{
 		TransactionID: txID, Amount: tx.Amount, RequestedAmount: tx.Requested,
 		Type: tx.Kind.String(), Status: tx.Status.String(),

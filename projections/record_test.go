@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 func TestResponseHash(t *testing.T) {
@@ -68,9 +70,12 @@ func TestCursor(t *testing.T) {
 	c := encodeCursor("s1", 42)
 	site, idx, err := decodeCursor(c)
 	require.NoError(t, err)
-	assert.Equal(t, "s1", site)
+	assert.Equal(t, ids.SiteID("s1"), site)
 	assert.EqualValues(t, 42, idx)
-	for _, bad := range []string{"!!", "czE", encodeCursor("", 1), "czEAeA"} {
+	hostile := func(site string) string {
+		return base64.RawURLEncoding.EncodeToString([]byte(site + "\x00" + "1"))
+	}
+	for _, bad := range []string{"!!", "czE", encodeCursor("", 1), "czEAeA", hostile("*"), hostile(">"), hostile("a.b"), hostile("a b")} {
 		_, _, err := decodeCursor(bad)
 		assert.ErrorIs(t, err, ErrBadCursor, bad)
 	}

@@ -22,6 +22,7 @@ import (
 	"gateway/audit"
 	"gateway/events"
 	"gateway/events/jsstore"
+	"gateway/ids"
 )
 
 // ledgerctl runs the command in process and returns its exit status and
@@ -185,10 +186,12 @@ func TestRun_auditFails(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, i, int32(0))
-	p := &events.WithdrawalPaid{TxID: aggregates.TxID(s.ID, i)}
+	p := &events.WithdrawalPaid{TxID: string(ids.NewTx(s.ID, i))}
 	data, _, err := events.Seal(s.Hash, []events.Event{{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: "op-x", Payload: p}})
 	require.NoError(t, err)
-	seq, err := st.Append(ctx, events.SiteSubject(s.ID), s.Seq, data)
+	subj, err := events.SiteSubject(s.ID)
+	require.NoError(t, err)
+	seq, err := st.Append(ctx, subj, s.Seq, data)
 	require.NoError(t, err)
 	nc.Close()
 	srv.Shutdown()

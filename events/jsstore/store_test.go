@@ -32,7 +32,7 @@ func newStore(t *testing.T) (*Store, string) {
 func TestStore_appendExpectedSequence(t *testing.T) {
 	ctx := context.Background()
 	st, _ := newStore(t)
-	subj := events.SiteSubject("a")
+	subj := siteSubject("a")
 
 	s1, err := st.Append(ctx, subj, 0, []byte("one"))
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestStore_appendExpectedSequence(t *testing.T) {
 	assert.ErrorIs(t, err, events.ErrConflict, "subject is no longer empty")
 
 	// Another subject's messages do not disturb this one's expectation.
-	_, err = st.Append(ctx, events.SiteSubject("b"), 0, []byte("other"))
+	_, err = st.Append(ctx, siteSubject("b"), 0, []byte("other"))
 	require.NoError(t, err)
 	s2, err := st.Append(ctx, subj, s1, []byte("two"))
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestStore_appendExpectedSequence(t *testing.T) {
 	last, err := st.LastFor(ctx, subj)
 	require.NoError(t, err)
 	assert.Equal(t, s2, last)
-	none, err := st.LastFor(ctx, events.SiteSubject("nobody"))
+	none, err := st.LastFor(ctx, siteSubject("nobody"))
 	require.NoError(t, err)
 	assert.Zero(t, none)
 
@@ -70,7 +70,7 @@ func TestStore_appendExpectedSequence(t *testing.T) {
 func TestStore_concurrentAppendsOneWinner(t *testing.T) {
 	ctx := context.Background()
 	st, _ := newStore(t)
-	subj := events.SiteSubject("race")
+	subj := siteSubject("race")
 	var wins atomic.Int32
 	var wg sync.WaitGroup
 	for i := 0; i < 20; i++ {
@@ -94,7 +94,7 @@ func TestStore_readAndFollow(t *testing.T) {
 	st, _ := newStore(t)
 	var prev uint64
 	for i := 0; i < 2500; i++ {
-		subj := events.SiteSubject(fmt.Sprint("s", i%3))
+		subj := siteSubject(fmt.Sprint("s", i%3))
 		last, err := st.LastFor(ctx, subj)
 		require.NoError(t, err)
 		prev, err = st.Append(ctx, subj, last, []byte(fmt.Sprint(i)))
@@ -115,8 +115,8 @@ func TestStore_readAndFollow(t *testing.T) {
 	st.readBatch = 7
 
 	var one int
-	require.NoError(t, st.Read(ctx, events.SiteSubject("s1"), 100, func(m events.Msg) error {
-		assert.Equal(t, events.SiteSubject("s1"), m.Subject)
+	require.NoError(t, st.Read(ctx, siteSubject("s1"), 100, func(m events.Msg) error {
+		assert.Equal(t, siteSubject("s1"), m.Subject)
 		one++
 		return nil
 	}))
@@ -141,7 +141,7 @@ func TestStore_readAndFollow(t *testing.T) {
 	assert.Equal(t, 20, n)
 
 	var empty int
-	require.NoError(t, st.Read(ctx, events.SiteSubject("none"), 1, func(events.Msg) error { empty++; return nil }))
+	require.NoError(t, st.Read(ctx, siteSubject("none"), 1, func(events.Msg) error { empty++; return nil }))
 	assert.Zero(t, empty)
 
 	fctx, cancel := context.WithCancel(ctx)
@@ -195,7 +195,7 @@ func TestStore_survivesRestart(t *testing.T) {
 		return st, func() { nc.Close(); srv.Shutdown(); srv.WaitForShutdown() }
 	}
 	st, stop := open()
-	seq, err := st.Append(ctx, events.SiteSubject("a"), 0, []byte("kept"))
+	seq, err := st.Append(ctx, siteSubject("a"), 0, []byte("kept"))
 	require.NoError(t, err)
 	stop()
 	st, stop = open()
@@ -203,7 +203,7 @@ func TestStore_survivesRestart(t *testing.T) {
 	m, err := st.Get(ctx, seq)
 	require.NoError(t, err)
 	assert.Equal(t, "kept", string(m.Data))
-	_, err = st.Append(ctx, events.SiteSubject("a"), 0, []byte("dup"))
+	_, err = st.Append(ctx, siteSubject("a"), 0, []byte("dup"))
 	assert.ErrorIs(t, err, events.ErrConflict)
 }
 
@@ -214,7 +214,7 @@ func TestStore_survivesRestart(t *testing.T) {
 func TestRetriedAppendConflictsWithItself(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
-	subj := events.SiteSubject("settle")
+	subj := siteSubject("settle")
 	s1, err := st.Append(ctx, subj, 0, []byte("once"))
 	require.NoError(t, err)
 	_, err = st.Append(ctx, subj, 0, []byte("once"))
@@ -224,3 +224,6 @@ func TestRetriedAppendConflictsWithItself(t *testing.T) {
 	assert.Equal(t, s1, m.Seq)
 	assert.Equal(t, "once", string(m.Data))
 }
+
+// siteSubject is a site's subject, as events.SiteSubject makes it.
+func siteSubject(id string) string { return events.SitePrefix + id }

@@ -1,0 +1,54 @@
+package aggregates
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events"
+)
+
+// TestApplyMessage_refusesForeign: a message that cannot be this site's is
+// refused whole, before anything of it is applied, so a read that caught
+// other sites' subjects can never merge their states.
+func TestApplyMessage_refusesForeign(t *testing.T) {
+	ev := func(p events.Payload) events.Event {
+		return events.Event{Name: p.EventName(), Time: t0.UnixMilli(), Actor: operator, Payload: p}
+	}
+	create := func(id string) events.Event {
+		return ev(&events.SiteCreated{SiteID: id, Name: "n", AppKey: "ak-" + id, Secret: "s"})
+	}
+	credit := ev(&events.TreasuryAdjusted{Amount: 1000, Reason: "r"})
+	tests := []struct {
+		name    string
+		created bool
+		evs     []events.Event
+	}{
+		{"another site's creation", false, []events.Event{create("s2")}},
+		{"another site's creation after a valid event", true, []events.Event{credit, create("s2")}},
+		{"a second creation", true, []events.Event{create(siteID)}},
+		{"two creations in one message", false, []events.Event{create(siteID), create(siteID)}},
+		{"an event before the creation", false, []events.Event{credit}},
+		{"a settings change before the creation", false, []events.Event{ev(&events.SiteUpdated{Name: ptr("x")})}},
+		{"a method event", true, []events.Event{ev(&events.BankCreated{BankID: "b", Code: "B"})}},
+		{"an operator event", true, []events.Event{ev(&events.OperatorCreated{ID: "o1", Name: "n", Role: "admin"})}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSite(siteID)
+			if tc.created {
+				s = newFixture(t, SiteSettings{}).s
+			}
+			before := observe(s)
+			err := s.ApplyMessage(s.Seq+1, tc.evs)
+			require.ErrorIs(t, err, ErrForeignEvent)
+			assert.Equal(t, before, observe(s), "a refused message changes nothing")
+		})
+	}
+
+	s := NewSite(siteID)
+	require.NoError(t, s.ApplyMessage(1, []events.Event{create(siteID), credit}))
+	assert.True(t, s.Created())
+	assert.Equal(t, int64(1000), s.Balance)
+}

@@ -1,0 +1,119 @@
+package ids
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostile are strings that must never parse as any id: wildcards,
+// separators, whitespace, control characters, encodings and oversize.
+var hostile = []string{
+	"", "*", ">", "*-1", ">-1", "a.b", "a.b-1", "ledger.site.>", "ledger.site.*", "..", ".", "-", "--",
+	"a b", " a", "a\t", "a\n", "a\r-1", "a\x00", "a\x7f", "%2A", "%3E-1", "a%2Eb", "a/b", "a\\b",
+	"é", "a\u00a0b", "a\u2028", "s1-1\n", strings.Repeat("a", MaxLen+1),
+}
+
+func TestParse_refusesHostile(t *testing.T) {
+	parsers := map[string]func(string) error{
+		"site":     func(s string) error { _, err := ParseSite(s); return err },
+		"tx":       func(s string) error { _, err := ParseTx(s); return err },
+		"operator": func(s string) error { _, err := ParseOperator(s); return err },
+		"bank":     func(s string) error { _, err := ParseBank(s); return err },
+		"event":    func(s string) error { _, err := ParseEvent(s); return err },
+	}
+	for name, parse := range parsers {
+		for _, s := range hostile {
+			t.Run(fmt.Sprintf("%s/%q", name, s), func(t *testing.T) {
+				err := parse(s)
+				require.Error(t, err)
+				assert.True(t, errors.Is(err, ErrInvalid))
+			})
+		}
+	}
+}
+
+func TestParseSite(t *testing.T) {
+	for _, s := range []string{"demo", "s1", "sabcdefghijklm", "my-site", "A_b-9", strings.Repeat("x", maxSiteLen)} {
+		got, err := ParseSite(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, SiteID(s), got)
+	}
+	_, err := ParseSite(strings.Repeat("x", maxSiteLen+1))
+	assert.Error(t, err, "a site id leaves room for its transactions' suffix")
+}
+
+func TestTx_roundTrip(t *testing.T) {
+	tests := []struct {
+		site SiteID
+		i    int32
+		want TxID
+	}{
+		{"s1", 0, "s1-1"},
+		{"s1", 9, "s1-a"},
+		{"s1", 35, "s1-10"},
+		{"s1", 1295, "s1-100"},
+		{"my-site", 4, "my-site-5"},
+		{"s1", 1<<31 - 2, "s1-zik0zj"},
+		{SiteID(strings.Repeat("x", maxSiteLen)), 1<<31 - 2, TxID(strings.Repeat("x", maxSiteLen) + "-zik0zj")},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.want), func(t *testing.T) {
+			id := NewTx(tc.site, tc.i)
+			assert.Equal(t, tc.want, id)
+			parsed, err := ParseTx(string(id))
+			require.NoError(t, err)
+			assert.Equal(t, id, parsed)
+			assert.Equal(t, tc.site, parsed.Site())
+			i, ok := parsed.Index()
+			require.True(t, ok)
+			assert.Equal(t, tc.i, i)
+		})
+	}
+}
+
+func TestParseTx_refuses(t *testing.T) {
+	for _, id := range []string{"s1-", "-1", "s1-0", "s1-00", "s1-01", "s1-zz!", "s1", "s1-A", "s1-+1", "s1- 1",
+		"s1-1_0", "s1-zzzzzzzzzzzz", "s1-zik0zk", "a.b-1", "*-1", ">-1", "s 1-1"} {
+		t.Run(fmt.Sprintf("%q", id), func(t *testing.T) {
+			_, err := ParseTx(id)
+			assert.ErrorIs(t, err, ErrInvalid)
+			assert.Equal(t, SiteID(""), TxID(id).Site(), "an unparsed id names no site")
+			_, ok := TxID(id).Index()
+			assert.False(t, ok)
+		})
+	}
+}
+
+func TestParseEvent(t *testing.T) {
+	good := map[string]EventID{"1-0": {1, 0}, "48213-7": {48213, 7}, "18446744073709551615-65536": {1<<64 - 1, 1 << 16}}
+	for s, want := range good {
+		got, err := ParseEvent(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, want, got)
+		assert.Equal(t, s, got.String())
+	}
+	for _, s := range []string{"0-0", "01-0", "1-01", "1--1", "1-65537", "1", "-1", "1-", "x-0", "1-0-0", "18446744073709551616-0"} {
+		_, err := ParseEvent(s)
+		assert.ErrorIs(t, err, ErrInvalid, s)
+	}
+}
+
+func TestMint_parses(t *testing.T) {
+	for range 100 {
+		s := NewSite()
+		_, err := ParseSite(string(s))
+		require.NoError(t, err)
+		_, err = ParseOperator(string(NewOperator()))
+		require.NoError(t, err)
+		_, err = ParseBank(string(NewBank()))
+		require.NoError(t, err)
+		_, err = ParseTx(string(NewTx(s, 1<<31-2)))
+		require.NoError(t, err)
+	}
+	assert.NotEqual(t, NewSite(), NewSite())
+}

@@ -1,0 +1,225 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"gateway/aggregates"
+	"gateway/events"
+	"gateway/ids"
+)
+
+// Reads. None of them takes a site's append lock: a read holds the site's
+// state lock for reading, which writers hold only while they change the
+// state in memory, so a lookup never queues behind an append, and a store
+// that stops answering cannot hold a reader past its deadline.
+
+// SiteByAppKey finds a site by its application key without locking it.
+func (l *Ledger) SiteByAppKey(appKey string) (ids.SiteID, *aggregates.Config, bool) {
+	l.mu.RLock()
+	e := l.byAppKey[appKey]
+	l.mu.RUnlock()
+	if e == nil {
+		return "", nil, false
+	}
+	cfg := e.cfg.Load()
+	if cfg == nil || cfg.AppKey != appKey {
+		return "", nil, false
+	}
+	return e.id, cfg, true
+}
+
+// SiteConfig returns a site's current settings without locking it.
+func (l *Ledger) SiteConfig(siteID ids.SiteID) (*aggregates.Config, bool) {
+	e := l.lookup(siteID)
+	if e == nil {
+		return nil, false
+	}
+	cfg := e.cfg.Load()
+	return cfg, cfg != nil
+}
+
+// SiteIDs returns the ids of all created sites, sorted.
+func (l *Ledger) SiteIDs() []ids.SiteID {
+	l.mu.RLock()
+	out := make([]ids.SiteID, 0, len(l.sites))
+	for id, e := range l.sites {
+		if e.cfg.Load() != nil {
+			out = append(out, id)
+		}
+	}
+	l.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// View runs fn on a site's committed state as this process holds it. fn
+// must not keep the pointer, change the state or do I/O.
+func (l *Ledger) View(siteID ids.SiteID, fn func(*aggregates.Site) error) error {
+	return l.ViewCtx(context.Background(), siteID, fn)
+}
+
+// ViewCtx is View for a request: it answers ErrUnavailable for a site that
+// is not served.
+func (l *Ledger) ViewCtx(_ context.Context, siteID ids.SiteID, fn func(*aggregates.Site) error) error {
+	e := l.lookup(siteID)
+	if e == nil {
+		return aggregates.ErrSiteNotFound
+	}
+	return view(e, fn)
+}
+
+func view(e *entry, fn func(*aggregates.Site) error) error {
+	if err := e.unavailable(); err != nil {
+		return err
+	}
+	e.rw.RLock()
+	defer e.rw.RUnlock()
+	if !e.state.Created() {
+		return aggregates.ErrSiteNotFound
+	}
+	return fn(e.state)
+}
+
+// ViewFresh is ViewCtx once this process has applied every message the
+// site's subject held when it was called (read-your-writes across gateway
+// processes). It reads the subject's last sequence, one subject only, and
+// waits for the follower (or this process's own commit) to pass it.
+func (l *Ledger) ViewFresh(ctx context.Context, siteID ids.SiteID, fn func(*aggregates.Site) error) error {
+	e, err := l.awaitSite(ctx, siteID)
+	if err != nil {
+		return err
+	}
+	if fn == nil {
+		return e.unavailable()
+	}
+	return view(e, fn)
+}
+
+// Sync waits until this process has applied every message the site's
+// subject held when it was called.
+func (l *Ledger) Sync(ctx context.Context, siteID ids.SiteID) error {
+	return l.ViewFresh(ctx, siteID, nil)
+}
+
+// awaitSite returns the site's entry once it has applied the subject's last
+// message as of now. A site the stream does not know is ErrSiteNotFound,
+// and no entry is made for it, so lookups of made-up ids cannot grow the
+// map.
+func (l *Ledger) awaitSite(ctx context.Context, siteID ids.SiteID) (*entry, error) {
+	subj, err := events.SiteSubject(siteID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", aggregates.ErrSiteNotFound, err)
+	}
+	last, err := l.store.LastFor(ctx, subj)
+	if err != nil {
+		return nil, fmt.Errorf("site %s: %w", siteID, err)
+	}
+	if last == 0 {
+		return nil, aggregates.ErrSiteNotFound
+	}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		if e := l.lookup(siteID); e != nil {
+			if err := e.unavailable(); err != nil {
+				return nil, err
+			}
+			if e.applied.Load() >= last {
+				return e, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("site %s: waiting for message %d: %w: %v", siteID, last, events.ErrUnavailable, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// CatchUp waits until the follower has applied everything the stream held
+// when it was called: a site or method created through another gateway
+// process is then known here.
+func (l *Ledger) CatchUp(ctx context.Context) error {
+	last, err := l.store.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for l.followed.Load() < last {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// missInterval is the shortest time between two catch-ups caused by
+// lookups that missed (see CatchUpMiss).
+const missInterval = 100 * time.Millisecond
+
+// CatchUpMiss is CatchUp for a lookup that missed: an appKey, an operator
+// token or a method nobody here knows. Such lookups are what a flood of bad
+// credentials is made of, so at most one catch-up runs per missInterval and
+// every caller in the meantime shares it: a miss costs at most one store
+// read per interval whatever the number of callers, and a site created a
+// moment ago through another process is still found within an interval.
+func (l *Ledger) CatchUpMiss(ctx context.Context) error {
+	return l.misses.do(ctx, l.CatchUp)
+}
+
+// throttle runs a function at most once per interval for any number of
+// callers; callers that arrive while one run is due or under way wait for
+// it and share its result.
+type throttle struct {
+	every time.Duration
+	mu    sync.Mutex
+	// next is the run that callers arriving now will share (nil: none
+	// is scheduled).
+	next *run
+	last time.Time
+}
+
+type run struct {
+	done chan struct{}
+	err  error
+}
+
+func (th *throttle) do(ctx context.Context, fn func(context.Context) error) error {
+	th.mu.Lock()
+	r := th.next
+	if r == nil {
+		r = &run{done: make(chan struct{})}
+		th.next = r
+		wait := time.Until(th.last.Add(th.every))
+		go th.start(r, wait, fn)
+	}
+	th.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
+	}
+}
+
+// start runs fn after wait, for every caller sharing r. Its context is its
+// own: the caller that scheduled it may give up before it runs.
+func (th *throttle) start(r *run, wait time.Duration, fn func(context.Context) error) {
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+	th.mu.Lock()
+	th.next, th.last = nil, time.Now()
+	th.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	r.err = fn(ctx)
+	cancel()
+	close(r.done)
+}
