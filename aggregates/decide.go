@@ -1,6 +1,7 @@
 package aggregates
 
 import (
+	"fmt"
 	"hash/fnv"
 	"net/netip"
 	"net/url"
@@ -361,16 +362,34 @@ func validateSettings(st SiteSettings) error {
 	return nil
 }
 
-// ParseAllowEntry parses one allowlist entry: a CIDR or a single address.
+// ParseAllowEntry parses one allowlist entry (a site's IP allowlist or a
+// trusted proxy): a CIDR or a single address. IPv4-mapped IPv6 entries
+// become IPv4 ("::ffff:10.0.0.0/104" is 10.0.0.0/8, "::ffff:1.2.3.4" is
+// 1.2.3.4/32), because the addresses they are matched against are
+// unmapped: written as IPv6 they would match nothing. A mapped prefix
+// shorter than /96 reaches beyond the mapped range and has no IPv4 form;
+// it is refused rather than silently widened or narrowed.
 func ParseAllowEntry(s string) (netip.Prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), nil
+		if !p.Addr().Is4In6() {
+			return p.Masked(), nil
+		}
+		if p.Bits() < 96 {
+			return netip.Prefix{}, fmt.Errorf("IPv4-mapped prefix %s is shorter than /96 and has no IPv4 form", s)
+		}
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96).Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
 		return netip.Prefix{}, err
 	}
-	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	if a.Zone() != "" {
+		// A zone may hold any character ("fe80::1%x/64" parses), and
+		// matched addresses carry none: refuse it as ParsePrefix does.
+		return netip.Prefix{}, fmt.Errorf("address %s has a zone, which an allowlist cannot match", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // ValidateCallbackURL requires an absolute http or https URL with a host.

@@ -1845,6 +1845,22 @@ func TestParseAllowEntry(t *testing.T) {
 		{"10.0.0.0/33", "", false},
 		{"", "", false},
 		{"example.com", "", false},
+		// IPv4-mapped entries become IPv4, the form of the addresses
+		// they are matched against.
+		{"::ffff:10.0.0.0/104", "10.0.0.0/8", true},
+		{"::ffff:10.1.2.3/104", "10.0.0.0/8", true},
+		{"::ffff:a00:0/104", "10.0.0.0/8", true},
+		{"::ffff:192.0.2.0/120", "192.0.2.0/24", true},
+		{"::ffff:192.0.2.7/128", "192.0.2.7/32", true},
+		{"::ffff:0.0.0.0/96", "0.0.0.0/0", true},
+		{"::ffff:192.0.2.7/129", "", false},
+		// Shorter than /96 it has no IPv4 form.
+		{"::ffff:10.0.0.0/95", "", false},
+		{"::ffff:0:0/80", "", false},
+		{"::/0", "::/0", true},
+		{"::ffff:0:0:0/96", "::ffff:0:0:0/96", true}, // IPv4-translated (RFC 2765), not mapped
+		{"fe80::1%eth0/64", "", false},
+		{"fe80::1%eth0", "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {

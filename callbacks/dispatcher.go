@@ -84,8 +84,9 @@ type Config struct {
 	Bucket string
 	// Schedule is the retry schedule (default DefaultSchedule).
 	Schedule Schedule
-	// AllowPrivate allows callbacks to loopback, private, link-local and
-	// unspecified addresses (--callback-allow-private).
+	// AllowPrivate allows callbacks to addresses that are not public
+	// unicast: loopback, private, link-local, reserved and the like (see
+	// privateKind; --callback-allow-private).
 	AllowPrivate bool
 	// Timeout bounds one attempt (default 15 s: a 2xx later is a failure).
 	Timeout time.Duration

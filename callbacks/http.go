@@ -20,8 +20,8 @@ import (
 // cannot park a callback for a month.
 const maxRetryAfter = 24 * time.Hour
 
-// errPrivate is a connection refused because the callback address is
-// loopback, private, link-local or unspecified.
+// errPrivate is a connection refused because the callback address is not
+// a public unicast address (see privateKind).
 type errPrivate struct {
 	addr netip.Addr
 	kind string
@@ -29,23 +29,6 @@ type errPrivate struct {
 
 func (e *errPrivate) Error() string {
 	return fmt.Sprintf("refused to connect to %s: %s address (--callback-allow-private allows it)", e.addr, e.kind)
-}
-
-// privateKind names why addr may not receive callbacks ("" when it may).
-func privateKind(addr netip.Addr) string {
-	addr = addr.Unmap()
-	switch {
-	case addr.IsLoopback():
-		return "loopback"
-	case addr.IsPrivate():
-		return "private"
-	case addr.IsLinkLocalUnicast(), addr.IsLinkLocalMulticast():
-		return "link-local"
-	case addr.IsUnspecified(), addr.Is4() && addr.As4()[0] == 0:
-		// 0.0.0.0/8 reaches the local host on Linux.
-		return "unspecified"
-	}
-	return ""
 }
 
 // refusePrivate is the dialer's Control hook. It runs on the address the

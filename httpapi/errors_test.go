@@ -459,7 +459,6 @@ func TestIPAllowlist(t *testing.T) {
 		{"spoofed left-most ignored", "10.9.9.9, 203.0.113.7", false},
 		{"client outside list", "192.168.1.1", false},
 		{"no header: the trusted peer itself", "", false},
-		{"garbage", "not-an-ip", false},
 		{"ipv6 client", "2001:db8::1", false},
 		{"ipv4-mapped ipv6 in list", "::ffff:10.1.2.3", true},
 	}

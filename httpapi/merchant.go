@@ -58,7 +58,14 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 			return
 		}
 		ri.siteID = siteID
-		if len(cfg.IPAllowlist) > 0 && !allowed(cfg.IPAllowlist, s.clientIP(r)) {
+		// Computed for every request, so that a trusted proxy's unreadable
+		// X-Forwarded-For is refused whatever the site's settings.
+		ip, err := s.clientIP(r)
+		if err != nil {
+			s.writeErr(w, r, badForwardedFor(err))
+			return
+		}
+		if len(cfg.IPAllowlist) > 0 && !allowed(cfg.IPAllowlist, ip) {
 			s.writeErr(w, r, &apiError{status: 403, code: "not_authorized",
 				message: "this site accepts requests only from its IP allowlist"})
 			return

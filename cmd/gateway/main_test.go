@@ -148,6 +148,19 @@ func TestParseProxies(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// TestParseProxies_ipv4Mapped: mapped proxies become IPv4, so that they
+// match the (unmapped) peers; a mapped prefix with no IPv4 form is refused.
+func TestParseProxies_ipv4Mapped(t *testing.T) {
+	p, err := parseProxies("::ffff:10.0.0.0/104, ::ffff:192.168.1.1, 2001:db8::/32")
+	require.NoError(t, err)
+	require.Len(t, p, 3)
+	assert.Equal(t, "10.0.0.0/8", p[0].String())
+	assert.Equal(t, "192.168.1.1/32", p[1].String())
+	assert.Equal(t, "2001:db8::/32", p[2].String())
+	_, err = parseProxies("10.0.0.0/8, ::ffff:0:0/95")
+	assert.ErrorContains(t, err, "::ffff:0:0/95")
+}
+
 // proc is a gateway subprocess.
 type proc struct {
 	cmd  *exec.Cmd
