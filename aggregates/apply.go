@@ -30,10 +30,15 @@ type txUndo struct {
 	i  int32
 	tx Tx
 }
+
+// userUndo is one change to the pending-deposit index: the entry of key in
+// byKey, or of userID in collide when side is set, and what it held before.
 type userUndo struct {
-	user uint64
-	i    int32
-	had  bool
+	key    uint64
+	userID string
+	side   bool
+	i      int32
+	had    bool
 }
 type rotUndo struct {
 	bank string
@@ -82,12 +87,7 @@ func (s *Site) Rollback() {
 		}
 	}
 	for k := len(j.users) - 1; k >= 0; k-- {
-		u := j.users[k]
-		if u.had {
-			s.pendingByUser[u.user] = u.i
-		} else {
-			delete(s.pendingByUser, u.user)
-		}
+		s.pending.undo(j.users[k])
 	}
 	for k := len(j.txs) - 1; k >= 0; k-- {
 		s.Txs[j.txs[k].i] = j.txs[k].tx
@@ -199,15 +199,15 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 	case *events.TreasuryAdjusted:
 		s.Balance += p.Amount
 	case *events.DepositRequested:
-		user := UserKey(p.UserID)
-		i := s.addTx(p.ProcessID, Tx{Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
+		user := s.userKey(p.UserID)
+		i := s.addTx(p.ProcessID, p.UserID, Tx{Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
 			Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID), User: user,
 			ExpiresAt: p.ExpiresAt, UpdatedAt: e.Time, Seq: seq})
-		s.setPendingUser(user, i)
+		s.setPendingUser(user, p.UserID, i)
 		s.bumpRotation(p.BankID)
 	case *events.WithdrawalRequested:
-		s.addTx(p.ProcessID, Tx{Kind: KindWithdrawal, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
-			Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID), User: UserKey(p.UserID),
+		s.addTx(p.ProcessID, "", Tx{Kind: KindWithdrawal, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
+			Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID), User: s.userKey(p.UserID),
 			UpdatedAt: e.Time, Seq: seq})
 		s.PendingWithdrawals += p.Amount
 	case *events.DepositApproved:
@@ -253,9 +253,10 @@ func (s *Site) indexOf(txID string) int32 {
 	return i
 }
 
-func (s *Site) addTx(pid string, tx Tx) int32 {
+// addTx appends tx with its processId and, for a deposit, its userId.
+func (s *Site) addTx(pid, user string, tx Tx) int32 {
 	i := int32(len(s.Txs))
-	tx.PidOff = s.pids.add(pid, i)
+	tx.PidOff = s.pids.add(pid, user, i)
 	if len(s.Txs) == cap(s.Txs) {
 		// Grow by a quarter rather than doubling: a site's transactions
 		// are most of the gateway's memory, and doubling leaves up to
@@ -278,27 +279,6 @@ func (s *Site) update(txID string, at int64, fn func(*Tx)) {
 	}
 	fn(&s.Txs[i])
 	s.Txs[i].UpdatedAt = at
-}
-
-func (s *Site) setPendingUser(user uint64, i int32) {
-	if s.j != nil {
-		old, had := s.pendingByUser[user]
-		s.j.users = append(s.j.users, userUndo{user: user, i: old, had: had})
-	}
-	s.pendingByUser[user] = i
-}
-
-// clearPendingUser removes deposit i from the pending index if it is the
-// one indexed for its user.
-func (s *Site) clearPendingUser(i int32) {
-	user := s.Txs[i].User
-	if cur, ok := s.pendingByUser[user]; !ok || cur != i {
-		return
-	}
-	if s.j != nil {
-		s.j.users = append(s.j.users, userUndo{user: user, i: i, had: true})
-	}
-	delete(s.pendingByUser, user)
 }
 
 func (s *Site) bumpRotation(bank string) {

@@ -477,7 +477,7 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 		}
 	}
 	var out []events.Event
-	if i, ok := s.pendingByUser[UserKey(c.UserID)]; ok {
+	if i, ok := s.pendingOf(c.UserID); ok {
 		tx := &s.Txs[i]
 		if now.UnixMilli() < tx.ExpiresAt {
 			return Decision{Tx: i, AlreadyPending: true}, nil

@@ -141,7 +141,7 @@ type siteState struct {
 
 func observe(s *Site) siteState {
 	st := siteState{Created: s.Created(), Seq: s.Seq, Hash: s.Hash, Balance: s.Balance, Pending: s.PendingWithdrawals,
-		Txs: slices.Clone(s.Txs), ByProcess: pidState(s), PendingByUser: maps.Clone(s.pendingByUser),
+		Txs: slices.Clone(s.Txs), ByProcess: pidState(s), PendingByUser: pendingByUser(s),
 		Reasons: maps.Clone(s.reasons), Rotation: dropZero(s.rotation), PendingDeps: pendingSet(s)}
 	if s.Cfg != nil {
 		st.Cfg = *s.Cfg
@@ -160,6 +160,30 @@ func pidState(s *Site) any {
 		ByHash  map[uint64]int32
 		Collide map[string]int32
 	}{slices.Clone(s.pids.arena), maps.Clone(s.pids.byHash), maps.Clone(s.pids.collide)}
+}
+
+// pendingByUser maps each userId in the pending-deposit index to its
+// deposit. Which of the two maps holds a user depends on the order users
+// took their key, which a snapshot does not keep; what a decision sees is
+// this mapping.
+func pendingByUser(s *Site) map[string]int32 {
+	out := map[string]int32{}
+	for _, i := range s.pending.byKey {
+		out[string(s.pids.user(s.Txs[i].PidOff))] = i
+	}
+	for u, i := range s.pending.collide {
+		out[u] = i
+	}
+	return out
+}
+
+// pendingMaps copies both maps of the pending-deposit index as they are (a
+// missing collision map and an empty one are the same).
+func pendingMaps(s *Site) any {
+	return struct {
+		ByKey   map[uint64]int32
+		Collide map[string]int32
+	}{maps.Clone(s.pending.byKey), maps.Collect(maps.All(s.pending.collide))}
 }
 
 // dropZero copies m without its zero values: a zero rotation counter and a
@@ -1614,34 +1638,39 @@ func TestWithdrawalIdentifiers(t *testing.T) {
 // ---------------------------------------------------------------- journal
 
 func TestRollback(t *testing.T) {
+	// Under this key u1, u2 and u7 share one user key: u1's pending
+	// deposit is indexed by key, u2's by userId.
+	colliding := collidingKey("u1", "u2", "u7")
 	tests := []struct {
 		name string
+		// key, when set, is the site's userKey.
+		key func(string) uint64
 		// batch decides and applies commands inside Begin/Rollback.
 		batch []func(f *fixture) Command
 	}{
-		{"deposit, withdrawal, approval", []func(f *fixture) Command{
+		{"deposit, withdrawal, approval", nil, []func(f *fixture) Command{
 			func(f *fixture) Command { return f.depReq("n1", "u7", 3000) },
 			func(f *fixture) Command { return f.wdReq("n2", "u8", 2000) },
 			func(f *fixture) Command { return ApproveDeposit{TxID: tx(0), Amount: 900} },
 		}},
-		{"closing old transactions", []func(f *fixture) Command{
+		{"closing old transactions", nil, []func(f *fixture) Command{
 			func(f *fixture) Command { return RejectDeposit{TxID: tx(1), Reason: "dup"} },
 			func(f *fixture) Command { return PayWithdrawal{TxID: tx(3), Reference: "REF-NEW"} },
 			func(f *fixture) Command { return RejectWithdrawal{TxID: tx(2), Reason: "bad wallet"} },
 			func(f *fixture) Command { return ApproveDeposit{TxID: tx(4)} },
 		}},
-		{"new deposit approved in the same batch", []func(f *fixture) Command{
+		{"new deposit approved in the same batch", nil, []func(f *fixture) Command{
 			func(f *fixture) Command { return f.depReq("n1", "u7", 3000) },
 			func(f *fixture) Command { return ApproveDeposit{TxID: tx(6)} },
 			func(f *fixture) Command { return f.depReq("n2", "u7", 3000) },
 			func(f *fixture) Command { return f.wdReq("n3", "u7", 100) },
 			func(f *fixture) Command { return ProcessWithdrawal{TxID: tx(8)} },
 		}},
-		{"implicit expiry of a stale pending deposit", []func(f *fixture) Command{
+		{"implicit expiry of a stale pending deposit", nil, []func(f *fixture) Command{
 			func(f *fixture) Command { f.now = t0.Add(3 * time.Hour); return f.depReq("n1", "u1", 1234) },
 			func(f *fixture) Command { return ApproveDeposit{TxID: tx(0)} },
 		}},
-		{"settings, secrets and treasury", []func(f *fixture) Command{
+		{"settings, secrets and treasury", nil, []func(f *fixture) Command{
 			func(f *fixture) Command {
 				return UpdateSite{Settings: SiteSettings{Name: ptr("X"), NegativeLimit: ptr(int64(-9000)), IPAllowlist: ptr([]string{"1.2.3.4"})}}
 			},
@@ -1649,17 +1678,37 @@ func TestRollback(t *testing.T) {
 			func(f *fixture) Command { return RotateSecret{Webhook: true, Secret: "w9", Overlap: time.Hour} },
 			func(f *fixture) Command { return AdjustTreasury{Amount: -777, Reason: "fee"} },
 		}},
-		{"first use of a new bank", []func(f *fixture) Command{
+		{"first use of a new bank", nil, []func(f *fixture) Command{
 			func(f *fixture) Command {
 				r := f.depReq("n1", "u9", 1000)
 				r.Bank = testBank("b2", "ASIA", recipient.Phone, 2)
 				return r
 			},
 		}},
+		{"colliding users: a third one's first deposit", colliding, []func(f *fixture) Command{
+			func(f *fixture) Command { return f.depReq("n1", "u7", 3000) },
+		}},
+		{"colliding users: both indexes freed and taken again", colliding, []func(f *fixture) Command{
+			func(f *fixture) Command { return ApproveDeposit{TxID: tx(0)} },
+			func(f *fixture) Command { return RejectDeposit{TxID: tx(1), Reason: "no transfer"} },
+			func(f *fixture) Command { return f.depReq("n1", "u7", 3000) },
+			func(f *fixture) Command { return f.depReq("n2", "u2", 3000) },
+			func(f *fixture) Command { return f.depReq("n3", "u1", 3000) },
+			func(f *fixture) Command { return ApproveDeposit{TxID: tx(7)} },
+		}},
+		{"colliding users: stale deposits expired implicitly", colliding, []func(f *fixture) Command{
+			func(f *fixture) Command { f.now = t0.Add(3 * time.Hour); return f.depReq("n1", "u2", 1234) },
+			func(f *fixture) Command { return f.depReq("n2", "u1", 1234) },
+			func(f *fixture) Command { return ApproveDeposit{TxID: tx(6)} },
+			func(f *fixture) Command { return f.depReq("n3", "u2", 99) },
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, SiteSettings{IPAllowlist: ptr([]string{"10.0.0.0/8"})})
+			if tc.key != nil {
+				f.s.userKey = tc.key
+			}
 			f.fund(50000)
 			f.deposit("p0", "u1", 5000)                                                    // 0 pending
 			f.deposit("p1", "u2", 6000)                                                    // 1 pending
@@ -1672,6 +1721,7 @@ func TestRollback(t *testing.T) {
 			f.do(ExpireDeposit{TxID: tx(i)})
 
 			before := observe(f.s)
+			mapsBefore := pendingMaps(f.s)
 			snapBefore := decodeSnapshot(t, f.s)
 			cfgBefore := f.s.Cfg
 
@@ -1688,6 +1738,7 @@ func TestRollback(t *testing.T) {
 			f.s.Rollback()
 
 			assert.Equal(t, before, observe(f.s))
+			assert.Equal(t, mapsBefore, pendingMaps(f.s), "the pending index, map by map")
 			assert.Equal(t, snapBefore, decodeSnapshot(t, f.s))
 			assert.Same(t, cfgBefore, f.s.Cfg)
 			assert.Nil(t, f.s.j)

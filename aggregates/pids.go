@@ -6,6 +6,11 @@ package aggregates
 // the rare processId whose hash is already taken by another goes to a small
 // map of its own. Nothing here holds a pointer per transaction, so a million
 // transactions cost the garbage collector nothing to scan.
+//
+// Each processId is followed in the arena by the deposit's userId, also
+// length-prefixed (empty for a withdrawal: nothing looks a withdrawal up by
+// its user). The pending-deposit index compares it on a hash hit, so two
+// users whose keys collide are told apart without a string per deposit.
 type pidIndex struct {
 	arena   []byte
 	byHash  map[uint64]int32
@@ -32,6 +37,27 @@ func (x *pidIndex) at(off uint32) []byte {
 	return x.arena[off+1 : off+1+n]
 }
 
+// user returns the userId stored after the processId at off (empty for a
+// withdrawal), without copying.
+func (x *pidIndex) user(off uint32) []byte {
+	off += 1 + uint32(x.arena[off])
+	n := uint32(x.arena[off])
+	return x.arena[off+1 : off+1+n]
+}
+
+// valid reports whether an entry starting at off, processId and userId,
+// lies within the arena: a snapshot read back is checked before use.
+func (x *pidIndex) valid(off uint32) bool {
+	end := uint64(off)
+	for range 2 {
+		if end >= uint64(len(x.arena)) {
+			return false
+		}
+		end += 1 + uint64(x.arena[end])
+	}
+	return end <= uint64(len(x.arena))
+}
+
 // lookup returns the transaction with pid.
 func (x *pidIndex) lookup(txs []Tx, pid string) (int32, bool) {
 	if i, ok := x.byHash[hash64(pid)]; ok && string(x.at(txs[i].PidOff)) == pid {
@@ -41,17 +67,19 @@ func (x *pidIndex) lookup(txs []Tx, pid string) (int32, bool) {
 	return i, ok
 }
 
-// add stores pid (at most 255 bytes, not yet present) for transaction i and
-// returns its offset.
-func (x *pidIndex) add(pid string, i int32) uint32 {
+// add stores pid (not yet present) and user for transaction i and returns
+// their offset. Both are at most 255 bytes (validation allows 128).
+func (x *pidIndex) add(pid, user string, i int32) uint32 {
 	off := uint32(len(x.arena))
-	if need := len(x.arena) + 1 + len(pid); need > cap(x.arena) {
+	if need := len(x.arena) + 2 + len(pid) + len(user); need > cap(x.arena) {
 		grown := make([]byte, len(x.arena), need+len(x.arena)/4+256)
 		copy(grown, x.arena)
 		x.arena = grown
 	}
 	x.arena = append(x.arena, byte(len(pid)))
 	x.arena = append(x.arena, pid...)
+	x.arena = append(x.arena, byte(len(user)))
+	x.arena = append(x.arena, user...)
 	x.index(pid, i)
 	return off
 }

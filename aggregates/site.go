@@ -65,12 +65,14 @@ func (s Status) Final() bool {
 // its creation event is stored so the full record can be read back. Keeping it
 // small is what lets a million transactions fit in memory.
 //
-// Fields the creation event holds and no decision needs (bankId, userId,
-// creation time, names, accounts) are not repeated here, and a Tx holds no
-// pointer, so the garbage collector never scans the transactions.
+// Fields the creation event holds and no decision needs (bankId, creation
+// time, names, accounts) are not repeated here, and a Tx holds no pointer, so
+// the garbage collector never scans the transactions. A deposit's userId,
+// which the pending-deposit index compares, is kept in the processId arena.
 type Tx struct {
 	_msgpack struct{} `msgpack:",as_array"`
-	// PidOff locates the processId in the site's processId arena.
+	// PidOff locates the processId, followed by a deposit's userId, in the
+	// site's processId arena.
 	PidOff uint32
 	Kind   Kind
 	Status Status
@@ -137,23 +139,26 @@ type Site struct {
 	Txs []Tx
 
 	pids pidIndex
-	// pendingByUser maps UserKey(userId) to the user's pending deposit.
-	pendingByUser map[uint64]int32
-	rotation      map[string]uint64
-	reasons       map[int32]string
-	intern        map[string]string
-	j             *journal
+	// pending finds each end user's pending deposit.
+	pending pendingIndex
+	// userKey is UserKey; a test replaces it to make userIds collide.
+	userKey  func(string) uint64
+	rotation map[string]uint64
+	reasons  map[int32]string
+	intern   map[string]string
+	j        *journal
 }
 
 // NewSite returns the empty state of site id, before its creation event.
 func NewSite(id ids.SiteID) *Site {
 	return &Site{
-		ID:            id,
-		pids:          newPidIndex(0),
-		pendingByUser: map[uint64]int32{},
-		rotation:      map[string]uint64{},
-		reasons:       map[int32]string{},
-		intern:        map[string]string{},
+		ID:       id,
+		pids:     newPidIndex(0),
+		pending:  newPendingIndex(),
+		userKey:  UserKey,
+		rotation: map[string]uint64{},
+		reasons:  map[int32]string{},
+		intern:   map[string]string{},
 	}
 }
 
@@ -190,15 +195,20 @@ func (s *Site) Available() int64 {
 
 // PendingDeposits calls fn for every pending deposit, for expiry sweeps.
 func (s *Site) PendingDeposits(fn func(i int32, tx *Tx)) {
-	for _, i := range s.pendingByUser {
+	for _, i := range s.pending.byKey {
+		fn(i, &s.Txs[i])
+	}
+	for _, i := range s.pending.collide {
 		fn(i, &s.Txs[i])
 	}
 }
 
 // UserKey identifies an end user in the pending-deposit index by a 64-bit
 // FNV-1a hash of the userId instead of the string, which keeps a million
-// pending deposits small. Two userIds of one site colliding would only make
-// one see the other's pending deposit; at 2^-64 per pair it is ignored.
+// pending deposits small. A hash hit is confirmed against the userId kept in
+// the processId arena, and a second user with the same key is indexed by
+// its userId apart, so colliding userIds never see each other's pending
+// deposit (see pendingIndex).
 func UserKey(userID string) uint64 { return hash64(userID) }
 
 func (s *Site) internStr(v string) string {

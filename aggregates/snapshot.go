@@ -2,6 +2,7 @@ package aggregates
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -14,29 +15,35 @@ import (
 // caller, which then replays the site from the stream.
 
 // Version 3: compact transactions (encoded as arrays, user keys hashed,
-// processIds in an arena).
-const snapshotVersion = 3
+// processIds in an arena). Version 4: a deposit's userId follows its
+// processId in the arena, and the pending-deposit index is stored as the
+// list of indexed deposits, its maps rebuilt from the arena on load.
+const snapshotVersion = 4
 
 type siteSnapshot struct {
-	Version       int               `msgpack:"v"`
-	ID            string            `msgpack:"id"`
-	Cfg           *Config           `msgpack:"cfg"`
-	Seq           uint64            `msgpack:"seq"`
-	Hash          []byte            `msgpack:"hash"`
-	Balance       int64             `msgpack:"balance"`
-	Pending       int64             `msgpack:"pending"`
-	Txs           []Tx              `msgpack:"txs"`
-	PendingByUser map[uint64]int32  `msgpack:"pendingUsers"`
-	ProcessIDs    []byte            `msgpack:"pids"`
-	Rotation      map[string]uint64 `msgpack:"rotation"`
-	Reasons       map[int32]string  `msgpack:"reasons"`
+	Version int     `msgpack:"v"`
+	ID      string  `msgpack:"id"`
+	Cfg     *Config `msgpack:"cfg"`
+	Seq     uint64  `msgpack:"seq"`
+	Hash    []byte  `msgpack:"hash"`
+	Balance int64   `msgpack:"balance"`
+	Pending int64   `msgpack:"pending"`
+	Txs     []Tx    `msgpack:"txs"`
+	// PendingDeposits lists, ascending, the deposits in the pending index.
+	PendingDeposits []int32           `msgpack:"pendingDeposits"`
+	ProcessIDs      []byte            `msgpack:"pids"`
+	Rotation        map[string]uint64 `msgpack:"rotation"`
+	Reasons         map[int32]string  `msgpack:"reasons"`
 }
 
 // MarshalSnapshot encodes the committed state. It must not be called while
 // a batch is open.
 func (s *Site) MarshalSnapshot() ([]byte, error) {
+	pending := make([]int32, 0, len(s.pending.byKey)+len(s.pending.collide))
+	s.PendingDeposits(func(i int32, _ *Tx) { pending = append(pending, i) })
+	slices.Sort(pending)
 	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: string(s.ID), Cfg: s.Cfg, Seq: s.Seq, Hash: s.Hash[:],
-		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingByUser: s.pendingByUser, ProcessIDs: s.pids.arena,
+		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingDeposits: pending, ProcessIDs: s.pids.arena,
 		Rotation: s.rotation, Reasons: s.reasons})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot site %s: %w", s.ID, err)
@@ -44,8 +51,16 @@ func (s *Site) MarshalSnapshot() ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalSiteSnapshot rebuilds a site from MarshalSnapshot's output.
+// UnmarshalSiteSnapshot rebuilds a site from MarshalSnapshot's output. A
+// snapshot whose offsets or indexes do not fit its own contents is refused,
+// and the caller replays the site from the stream instead.
 func UnmarshalSiteSnapshot(b []byte) (*Site, error) {
+	return unmarshalSiteSnapshot(b, UserKey)
+}
+
+// unmarshalSiteSnapshot is UnmarshalSiteSnapshot for a site whose userKey is
+// key (tests make userIds collide).
+func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, error) {
 	var snap siteSnapshot
 	if err := msgpack.Unmarshal(b, &snap); err != nil {
 		return nil, fmt.Errorf("decode site snapshot: %w", err)
@@ -58,18 +73,26 @@ func UnmarshalSiteSnapshot(b []byte) (*Site, error) {
 		return nil, fmt.Errorf("site snapshot: %w", err)
 	}
 	s := NewSite(id)
+	s.userKey = key
 	s.pids = newPidIndex(len(snap.Txs))
 	s.pids.arena = snap.ProcessIDs
 	s.Cfg, s.Seq, s.Balance, s.PendingWithdrawals, s.Txs = snap.Cfg, snap.Seq, snap.Balance, snap.Pending, snap.Txs
 	copy(s.Hash[:], snap.Hash)
 	for i := range s.Txs {
-		if off := s.Txs[i].PidOff; int(off) >= len(s.pids.arena) || int(off)+1+int(s.pids.arena[off]) > len(s.pids.arena) {
-			return nil, fmt.Errorf("site snapshot %s: transaction %d: processId outside the arena", snap.ID, i)
+		if !s.pids.valid(s.Txs[i].PidOff) {
+			return nil, fmt.Errorf("site snapshot %s: transaction %d: processId or userId outside the arena", snap.ID, i)
 		}
 	}
 	s.pids.rebuild(s.Txs)
-	for u, i := range snap.PendingByUser {
-		s.pendingByUser[u] = i
+	for k, i := range snap.PendingDeposits {
+		if i < 0 || int(i) >= len(s.Txs) || (k > 0 && i <= snap.PendingDeposits[k-1]) {
+			return nil, fmt.Errorf("site snapshot %s: pending deposit %d: no such transaction or out of order", snap.ID, i)
+		}
+		user := string(s.pids.user(s.Txs[i].PidOff))
+		if tx := &s.Txs[i]; tx.Kind != KindDeposit || user == "" || tx.User != key(user) {
+			return nil, fmt.Errorf("site snapshot %s: pending deposit %d: not a deposit or its user does not match", snap.ID, i)
+		}
+		s.setPendingUser(s.Txs[i].User, user, i)
 	}
 	for k, v := range snap.Rotation {
 		s.rotation[s.internStr(k)] = v

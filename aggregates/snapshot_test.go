@@ -216,6 +216,47 @@ func TestSnapshotDecidesIdentically(t *testing.T) {
 	assert.Equal(t, int64(20000+1800-700+900-6000), restored.s.Balance)
 }
 
+// TestSnapshot_collidingUsers: users sharing a key keep their own pending
+// deposits through a snapshot, whose index is rebuilt from the arena.
+func TestSnapshot_collidingUsers(t *testing.T) {
+	f := newCollidingFixture(t)
+	a := f.deposit("pa", "alice", 1000) // indexed by key
+	b := f.deposit("pb", "bob", 2000)   // by userId
+	c := f.deposit("pc", "carol", 3000) // by userId
+	d := f.deposit("pd", "dave", 4000)  // a key of his own
+	f.do(ApproveDeposit{TxID: tx(a)})
+	e := f.deposit("pe", "eve", 5000)
+	want := map[string]int32{"bob": b, "carol": c, "dave": d, "eve": e}
+	require.Equal(t, want, pendingByUser(f.s))
+
+	data, err := f.s.MarshalSnapshot()
+	require.NoError(t, err)
+	s2, err := unmarshalSiteSnapshot(data, f.s.userKey)
+	require.NoError(t, err)
+	assert.Equal(t, observe(f.s), observe(s2))
+	assert.Equal(t, want, pendingByUser(s2))
+	// Alice's approval freed the key that bob and carol are indexed
+	// apart from; the rebuilt index gives it to bob, the first of them.
+	assert.Equal(t, map[string]int32{"bob": b, "carol": c}, f.s.pending.collide)
+	assert.Equal(t, map[string]int32{"carol": c}, s2.pending.collide)
+
+	restored := &fixture{t: t, s: s2, bank: f.bank, now: f.now}
+	for _, r := range []*fixture{f, restored} {
+		assert.Equal(t, b, askAgain(r, "x1", "bob"))
+		assert.Equal(t, c, askAgain(r, "x2", "carol"))
+		assert.Equal(t, int32(-1), askAgain(r, "x3", "alice"))
+		r.do(ApproveDeposit{TxID: tx(b)})
+		assert.Equal(t, c, askAgain(r, "x4", "carol"))
+		assert.Equal(t, int32(-1), askAgain(r, "x5", "bob"))
+	}
+	assert.Equal(t, observe(f.s), observe(s2))
+
+	// Under the real UserKey the stored keys of alice, bob and carol are
+	// wrong: the snapshot is refused rather than trusted.
+	_, err = UnmarshalSiteSnapshot(data)
+	assert.ErrorContains(t, err, "user does not match")
+}
+
 func TestSnapshotOfNewSite(t *testing.T) {
 	s := NewSite("fresh")
 	b, err := s.MarshalSnapshot()
@@ -233,8 +274,13 @@ func TestSnapshotOfNewSite(t *testing.T) {
 }
 
 func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
+	// good is a snapshot with one pending deposit, p1 of user u1, changed
+	// by mod.
 	good := func(mod func(*siteSnapshot)) []byte {
-		snap := siteSnapshot{Version: snapshotVersion, ID: "s1", Hash: make([]byte, 32)}
+		snap := siteSnapshot{Version: snapshotVersion, ID: "s1", Hash: make([]byte, 32),
+			Txs:             []Tx{{Kind: KindDeposit, Status: StatusPending, Amount: 10, Requested: 10, User: UserKey("u1")}},
+			ProcessIDs:      []byte{2, 'p', '1', 2, 'u', '1'},
+			PendingDeposits: []int32{0}}
 		mod(&snap)
 		b, err := msgpack.Marshal(&snap)
 		require.NoError(t, err)
@@ -256,6 +302,17 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 		{"full wildcard id", good(func(s *siteSnapshot) { s.ID = ">" })},
 		{"dotted id", good(func(s *siteSnapshot) { s.ID = "a.b" })},
 		{"empty id", good(func(s *siteSnapshot) { s.ID = "" })},
+		{"version 3", version3(t)},
+		{"processId offset past the arena", good(func(s *siteSnapshot) { s.Txs[0].PidOff = 6 })},
+		{"processId past the arena", good(func(s *siteSnapshot) { s.ProcessIDs = []byte{5, 'p', '1'} })},
+		{"no userId length", good(func(s *siteSnapshot) { s.ProcessIDs = []byte{2, 'p', '1'} })},
+		{"userId past the arena", good(func(s *siteSnapshot) { s.ProcessIDs = []byte{2, 'p', '1', 3, 'u', '1'} })},
+		{"pending deposit out of range", good(func(s *siteSnapshot) { s.PendingDeposits = []int32{1} })},
+		{"negative pending deposit", good(func(s *siteSnapshot) { s.PendingDeposits = []int32{-1} })},
+		{"pending deposit twice", good(func(s *siteSnapshot) { s.PendingDeposits = []int32{0, 0} })},
+		{"pending withdrawal", good(func(s *siteSnapshot) { s.Txs[0].Kind = KindWithdrawal })},
+		{"pending deposit without a userId", good(func(s *siteSnapshot) { s.ProcessIDs = []byte{2, 'p', '1', 0} })},
+		{"pending deposit under another key", good(func(s *siteSnapshot) { s.Txs[0].User++ })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,4 +324,19 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 	s, err := UnmarshalSiteSnapshot(good(func(*siteSnapshot) {}))
 	require.NoError(t, err)
 	assert.Equal(t, ids.SiteID("s1"), s.ID)
+	assert.Equal(t, "p1", s.ProcessID(0))
+	i, ok := s.pendingOf("u1")
+	assert.True(t, ok)
+	assert.Equal(t, int32(0), i)
+}
+
+// version3 encodes a snapshot of the previous format: userIds were not in
+// the arena and the pending index was a map of user keys.
+func version3(t *testing.T) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(map[string]any{"v": 3, "id": "s1", "hash": make([]byte, 32),
+		"txs": []Tx{{Kind: KindDeposit, Status: StatusPending, User: UserKey("u1")}}, "pids": []byte{2, 'p', '1'},
+		"pendingUsers": map[uint64]int32{UserKey("u1"): 0}})
+	require.NoError(t, err)
+	return b
 }

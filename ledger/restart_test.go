@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"gateway/aggregates"
 	"gateway/events"
@@ -156,6 +157,51 @@ func TestLedger_restart_afterClose(t *testing.T) {
 	_, err = l3.Execute(ctx, siteID, withdrawal(bank(t, l3), "after", "someone", 1_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.Equal(t, verifyChain(t, st2.Store, siteID), view(t, l3, siteID).Hash)
+}
+
+// A snapshot of an older format (version 3, before userIds were kept in
+// the processId arena) is ignored: a new ledger replays the stream and
+// comes back to the same state, pending deposits included.
+func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	clk := newClock(epoch)
+	st := e.store("first")
+	l1 := e.ledger(st, ledger.Config{Now: clk.Now})
+	setup(t, l1, 0, 200_000)
+	workload(t, l1, clk, "r1")
+	want := view(t, l1, siteID)
+	require.NoError(t, l1.Close(ctx))
+
+	// Rewrite the site's snapshot as version 3.
+	name := "site-" + string(siteID)
+	seq, data, err := st.LoadSnapshot(ctx, name)
+	require.NoError(t, err)
+	var snap map[string]msgpack.RawMessage
+	require.NoError(t, msgpack.Unmarshal(data, &snap))
+	var v int
+	require.NoError(t, msgpack.Unmarshal(snap["v"], &v))
+	require.Equal(t, 4, v, "the format this test downgrades")
+	snap["v"], err = msgpack.Marshal(3)
+	require.NoError(t, err)
+	old, err := msgpack.Marshal(snap)
+	require.NoError(t, err)
+	_, err = aggregates.UnmarshalSiteSnapshot(old)
+	require.Error(t, err)
+	require.NoError(t, st.SaveSnapshot(ctx, name, seq, old))
+
+	l2 := e.ledger(e.store("second"), ledger.Config{Now: clk.Now})
+	assert.Equal(t, want, view(t, l2, siteID))
+	assert.Contains(t, e.logs.String(), "ignoring unreadable snapshot")
+	b := bank(t, l2)
+	r, err := l2.Execute(ctx, siteID, deposit(b, "again", "r1-du-101", 5_000), events.ActorMerchant)
+	require.NoError(t, err)
+	assert.True(t, r.Decision.AlreadyPending, "the replayed state knows the user's pending deposit")
+	assert.Equal(t, want.Pids[r.Decision.Tx], "r1-d-101")
+	r, err = l2.Execute(ctx, siteID, deposit(b, "new", "someone-new", 5_000), events.ActorMerchant)
+	require.NoError(t, err)
+	assert.False(t, r.Decision.AlreadyPending)
+	assert.Equal(t, verifyChain(t, st.Store, siteID), view(t, l2, siteID).Hash)
 }
 
 // Without a final snapshot (a crash), a new ledger restores the last
