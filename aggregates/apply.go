@@ -202,7 +202,7 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 		user := s.userKey(p.UserID)
 		i := s.addTx(p.ProcessID, p.UserID, Tx{Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
 			Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID), User: user,
-			ExpiresAt: p.ExpiresAt, UpdatedAt: e.Time, Seq: seq})
+			ExpiresAt: p.ExpiresAt, UpdatedAt: e.Time, Seq: seq, HostedKey: HostedKey(p.HostedToken)})
 		s.setPendingUser(user, p.UserID, i)
 		s.bumpRotation(p.BankID)
 	case *events.WithdrawalRequested:

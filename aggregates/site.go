@@ -1,6 +1,9 @@
 package aggregates
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+
 	"gateway/ids"
 )
 
@@ -93,6 +96,21 @@ type Tx struct {
 	UpdatedAt int64
 	// Seq is the stream sequence of the message holding the creation event.
 	Seq uint64
+	// HostedKey is HostedKey of a deposit's hosted page token (0: no
+	// hosted page). The page checks a token against it before it reads
+	// anything from the store, so guessing tokens costs the gateway no I/O.
+	HostedKey uint64
+}
+
+// HostedKey is the first 64 bits of the SHA-256 of a hosted page token, never
+// 0 for a token ("" has none). It only sorts out wrong tokens: a match is
+// confirmed against the whole token, in constant time.
+func HostedKey(token string) uint64 {
+	if token == "" {
+		return 0
+	}
+	sum := sha256.Sum256([]byte(token))
+	return max(binary.BigEndian.Uint64(sum[:8]), 1)
 }
 
 // Config is a site's settings. A Config is never modified after it is

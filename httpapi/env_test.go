@@ -21,10 +21,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/callbacks"
+	"gateway/events"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
 	"gateway/projections"
+	"sync/atomic"
 )
 
 const adminToken = "test-admin-token"
@@ -65,6 +67,42 @@ type stackOptions struct {
 	// dispatcher, when set, gives the stack a callback dispatcher that
 	// serves /ops/v1/callbacks (see callbacks_test.go).
 	dispatcher *dispatcherOptions
+	// reads, when set, counts the reads the ledger and the read models
+	// make of the store (the follower's stream excepted).
+	reads *atomic.Int64
+	// hostedRate is httpapi.Config.HostedRateLimit.
+	hostedRate int64
+}
+
+// countingStore is the real store, counting its reads.
+type countingStore struct {
+	*jsstore.Store
+	n *atomic.Int64
+}
+
+func (c countingStore) Get(ctx context.Context, seq uint64) (events.Msg, error) {
+	c.n.Add(1)
+	return c.Store.Get(ctx, seq)
+}
+
+func (c countingStore) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
+	c.n.Add(1)
+	return c.Store.Next(ctx, subject, seq)
+}
+
+func (c countingStore) LastSeq(ctx context.Context) (uint64, error) {
+	c.n.Add(1)
+	return c.Store.LastSeq(ctx)
+}
+
+func (c countingStore) LastFor(ctx context.Context, subject string) (uint64, error) {
+	c.n.Add(1)
+	return c.Store.LastFor(ctx, subject)
+}
+
+func (c countingStore) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
+	c.n.Add(1)
+	return c.Store.Read(ctx, filter, from, fn)
 }
 
 // newStack starts a gateway stack on the env's server.
@@ -77,7 +115,14 @@ func (e *env) newStack(o stackOptions) *stack {
 	store, err := jsstore.Open(ctx, nc, jsstore.Options{})
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	led := ledger.New(store, ledger.Config{Logger: log, Now: o.now})
+	var ls interface {
+		ledger.Store
+		projections.Store
+	} = store
+	if o.reads != nil {
+		ls = countingStore{Store: store, n: o.reads}
+	}
+	led := ledger.New(ls, ledger.Config{Logger: log, Now: o.now})
 	require.NoError(t, led.Start(ctx))
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -87,13 +132,13 @@ func (e *env) newStack(o stackOptions) *stack {
 	st.srv = srv
 	srv.Start()
 	st.URL = srv.URL
-	reader := projections.NewReader(led, store, srv.URL)
+	reader := projections.NewReader(led, ls, srv.URL)
 	stopDispatcher := func() {}
 	if o.dispatcher != nil {
 		st.Callbacks, stopDispatcher = e.startDispatcher(*o.dispatcher, store, led, reader, log)
 	}
 	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
-		AppVersion: "test", StoreReady: store.Ping, Callbacks: st.Callbacks, Logger: log})
+		AppVersion: "test", StoreReady: store.Ping, Callbacks: st.Callbacks, Logger: log, HostedRateLimit: o.hostedRate})
 	srv.Config.Handler = api
 	t.Cleanup(func() {
 		srv.Close()

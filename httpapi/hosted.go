@@ -1,13 +1,16 @@
 package httpapi
 
 import (
-	"crypto/subtle"
+	"errors"
 	"html/template"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
+	"gateway/aggregates"
 	"gateway/ids"
 	"gateway/projections"
 )
@@ -95,39 +98,63 @@ if(el){var end=+el.dataset.expires;(function tick(){var s=Math.max(0,Math.floor(
 </html>
 `))
 
-// hostedPage serves the deposit's payment page (CONTRACT §1). Anything but
-// the exact token of an existing deposit is a plain 404, so the page neither
-// confirms nor denies that a transaction exists.
+// hostedPage serves the deposit's payment page (CONTRACT §1). It needs no
+// login, so it is built to cost nothing to whoever guesses: each client
+// address is rate limited, and a token is checked against the state in
+// memory before anything is read from the store (projections.Reader.Hosted).
+// Anything but the exact token of an existing deposit is the page's own
+// "not found", which neither confirms nor denies that a transaction exists.
 func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "txId")
-	notFound := func() {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte("404 page not found\n"))
-	}
-	tok := r.URL.Query().Get("t")
-	txID, err := ids.ParseTx(id)
-	if err != nil || tok == "" {
-		notFound()
+	ip, err := s.clientIP(r)
+	if err != nil {
+		// A trusted proxy sent an X-Forwarded-For nobody can read.
+		s.hostedError(w, r, http.StatusNotFound)
 		return
 	}
-	rec, err := s.cfg.Reader.ByID(r.Context(), txID.Site(), txID)
-	if err != nil || rec.Deposit == nil || rec.HostedToken == "" ||
-		subtle.ConstantTimeCompare([]byte(tok), []byte(rec.HostedToken)) != 1 {
-		notFound()
+	if ok, wait := s.limiter.allow(clientKey(ip), s.cfg.HostedRateLimit); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		s.hostedError(w, r, http.StatusTooManyRequests)
+		return
+	}
+	id, err := ids.ParseTx(chi.URLParam(r, "txId"))
+	tok := r.URL.Query().Get("t")
+	if err != nil || tok == "" || len(tok) > 64 {
+		s.hostedError(w, r, http.StatusNotFound)
+		return
+	}
+	rec, err := s.cfg.Reader.Hosted(r.Context(), id, tok)
+	if err != nil {
+		status := http.StatusNotFound
+		if !errors.Is(err, aggregates.ErrNotFound) {
+			status = http.StatusServiceUnavailable
+			s.log.Warn("hosted page", "requestId", info(r).id, "tx", id, "err", err)
+		}
+		s.hostedError(w, r, status)
 		return
 	}
 	lang := rec.Deposit.Lang
 	if _, ok := pageTexts[lang]; !ok {
 		lang = "en"
 	}
-	d := pageData{Lang: lang, Dir: "ltr", T: pageTexts[lang], Rec: rec, Amount: strconv.FormatInt(rec.Amount, 10),
+	d := pageData{Lang: lang, Dir: dir(lang), T: pageTexts[lang], Rec: rec, Amount: strconv.FormatInt(rec.Amount, 10),
 		Status: rec.Status, BankName: rec.Deposit.BankName, AcctName: rec.Deposit.BankAccountName, AcctNum: rec.Deposit.BankAccountIban}
-	if lang == "ar" || lang == "ku" {
-		d.Dir = "rtl"
-	}
 	d.ExpiresUnixMs = rec.ExpiresAtMs()
+	pageHeaders(w)
+	if err := pageTmpl.Execute(w, d); err != nil {
+		s.log.Error("hosted page", "requestId", info(r).id, "tx", id, "err", err)
+	}
+}
+
+func dir(lang string) string {
+	if lang == "ar" || lang == "ku" {
+		return "rtl"
+	}
+	return "ltr"
+}
+
+// pageHeaders are the hosted pages' headers: never cached, never framed,
+// no referrer leaking the token, scripts and styles only inline.
+func pageHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -135,7 +162,82 @@ func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'")
-	if err := pageTmpl.Execute(w, d); err != nil {
-		s.log.Error("hosted page", "requestId", info(r).id, "tx", id, "err", err)
+}
+
+// errorTexts are the hosted page's error pages, by status and language.
+var errorTexts = map[int]map[string][2]string{
+	http.StatusNotFound: {
+		"en": {"Payment page not found", "This link is not valid. Open the payment page again from the shop."},
+		"ar": {"صفحة الدفع غير موجودة", "هذا الرابط غير صالح. افتح صفحة الدفع مرة أخرى من المتجر."},
+		"ku": {"پەڕەی پارەدان نەدۆزرایەوە", "ئەم بەستەرە دروست نییە. پەڕەی پارەدان دووبارە لە فرۆشگاکەوە بکەرەوە."},
+	},
+	http.StatusTooManyRequests: {
+		"en": {"Too many requests", "Please wait a moment and reload the page."},
+		"ar": {"طلبات كثيرة جداً", "يرجى الانتظار قليلاً ثم إعادة تحميل الصفحة."},
+		"ku": {"داواکاری زۆر", "تکایە کەمێک چاوەڕێ بکە و پەڕەکە نوێ بکەرەوە."},
+	},
+	http.StatusServiceUnavailable: {
+		"en": {"Temporarily unavailable", "The payment page cannot be shown right now. Please reload it in a minute."},
+		"ar": {"غير متاح مؤقتاً", "لا يمكن عرض صفحة الدفع الآن. يرجى إعادة تحميلها بعد دقيقة."},
+		"ku": {"بە کاتی بەردەست نییە", "ئێستا پەڕەی پارەدان نیشان نادرێت. تکایە دوای خولەکێک نوێی بکەرەوە."},
+	},
+}
+
+var errorTmpl = template.Must(template.New("err").Parse(`<!doctype html>
+<html lang="{{.Lang}}" dir="{{.Dir}}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Tahoma,sans-serif;background:#f4f5f7;margin:0;padding:16px;color:#1d2330}
+main{max-width:440px;margin:0 auto;background:#fff;border-radius:12px;padding:20px;box-shadow:0 1px 4px #0002}
+h1{font-size:1.2rem;margin:0 0 12px}p{color:#5b6475}
+</style>
+</head>
+<body><main><h1>{{.Title}}</h1><p>{{.Text}}</p></main></body>
+</html>
+`))
+
+// hostedError answers one of the hosted page's error pages, in the language
+// the browser asks for: the deposit's own language is unknown (or must not
+// be revealed) here.
+func (s *Server) hostedError(w http.ResponseWriter, r *http.Request, status int) {
+	lang := pageLang(r)
+	t := errorTexts[status][lang]
+	pageHeaders(w)
+	w.WriteHeader(status)
+	if err := errorTmpl.Execute(w, struct{ Lang, Dir, Title, Text string }{lang, dir(lang), t[0], t[1]}); err != nil {
+		s.log.Error("hosted error page", "requestId", info(r).id, "err", err)
 	}
+}
+
+// pageLang picks en, ar or ku from ?lang= or Accept-Language (the first of
+// the three the browser lists), en otherwise.
+func pageLang(r *http.Request) string {
+	if l := r.URL.Query().Get("lang"); l != "" {
+		return aggregates.NormalizeLang(l)
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
+		tag, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		base, _, _ := strings.Cut(strings.ToLower(tag), "-")
+		switch base {
+		case "en", "ar", "ku", "ckb":
+			if base == "ckb" {
+				return "ku"
+			}
+			return base
+		}
+	}
+	return "en"
+}
+
+// clientKey is the rate-limit key of a client address: an IPv6 client gets
+// a /64 (one subscriber's whole network), an IPv4 one its address.
+func clientKey(ip netip.Addr) string {
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return "ip:" + p.String()
+	}
+	return "ip:" + ip.String()
 }

@@ -130,7 +130,9 @@ func (s *Server) opsAuth(next http.Handler) http.Handler {
 func (s *Server) operatorByToken(r *http.Request, h string) (*aggregates.Operator, error) {
 	op, ok := s.cfg.Ledger.Operators().ByTokenHash(h)
 	if !ok {
-		if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+		// Throttled and shared: a flood of unknown tokens costs no store
+		// reads of its own.
+		if err := s.cfg.Ledger.CatchUpMiss(r.Context()); err != nil {
 			return nil, err
 		}
 		op, ok = s.cfg.Ledger.Operators().ByTokenHash(h)
@@ -630,7 +632,7 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 	bk, ok := s.cfg.Ledger.Catalog().Resolve(string(raw))
 	if !ok {
 		// It may have been created through another gateway process.
-		if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+		if err := s.cfg.Ledger.CatchUpMiss(r.Context()); err != nil {
 			s.writeErr(w, r, err)
 			return
 		}

@@ -6,9 +6,14 @@ import (
 	"time"
 )
 
-// limiter is a token bucket per site: rate tokens per second, burst twice
-// that (CONTRACT §3 rateLimit). It is per process; with several gateway
-// replicas behind a balancer each enforces the limit on its share.
+// limiter is a token bucket per key (a site, or a client address of the
+// hosted page): rate tokens per second, burst twice that (CONTRACT §3
+// rateLimit). It is per process; with several gateway replicas behind a
+// balancer each enforces the limit on its share.
+//
+// Client addresses are as many as the internet has, so the buckets are
+// bounded: past maxBuckets, the buckets that have filled up again (which
+// are the same as no bucket) are dropped.
 type limiter struct {
 	now     func() time.Time
 	mu      sync.Mutex
@@ -37,6 +42,9 @@ func (l *limiter) allow(site string, rate int64) (bool, int) {
 	defer l.mu.Unlock()
 	b := l.buckets[site]
 	if b == nil || b.rate != rate {
+		if len(l.buckets) >= maxBuckets {
+			l.sweep(now)
+		}
 		b = &bucket{rate: rate, tokens: burst, last: now}
 		l.buckets[site] = b
 	}
@@ -50,4 +58,22 @@ func (l *limiter) allow(site string, rate int64) (bool, int) {
 	}
 	wait := (1 - b.tokens) / float64(rate)
 	return false, int(math.Ceil(wait))
+}
+
+// maxBuckets bounds the limiter's memory (about 100 bytes a bucket).
+const maxBuckets = 100_000
+
+// sweep drops the buckets that are full by now; if that frees nothing (a
+// flood from more addresses than maxBuckets within one refill), it drops
+// them all: the limiter then forgets, rather than the process running out
+// of memory (l.mu held).
+func (l *limiter) sweep(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*float64(b.rate) >= float64(2*b.rate) {
+			delete(l.buckets, k)
+		}
+	}
+	if len(l.buckets) >= maxBuckets {
+		clear(l.buckets)
+	}
 }

@@ -31,6 +31,10 @@ type Config struct {
 	StoreReady func(ctx context.Context) error
 	// RequestTimeout bounds a request's waits on the ledger and the store.
 	RequestTimeout time.Duration
+	// HostedRateLimit is the hosted page's requests per second per client
+	// address (an IPv6 /64), burst twice that; 0 means
+	// DefaultHostedRateLimit, negative means no limit.
+	HostedRateLimit int64
 	// Callbacks serves /ops/v1/callbacks when set (the dispatcher may run
 	// in this process or another; its state is in JetStream either way).
 	Callbacks *callbacks.Dispatcher
@@ -48,6 +52,12 @@ type Server struct {
 // MaxBody is the largest merchant or operator request body (CONTRACT §1).
 const MaxBody = 16 << 10
 
+// DefaultHostedRateLimit is the hosted page's default rate per client
+// address. A customer loads the page, reloads it now and then and it
+// refreshes itself every 20 s; many customers may share one carrier-grade
+// NAT address, hence well above one person's need.
+const DefaultHostedRateLimit = 20
+
 // New builds the server's routes.
 func New(cfg Config) *Server {
 	if cfg.Logger == nil {
@@ -58,6 +68,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.AppVersion == "" {
 		cfg.AppVersion = "dev"
+	}
+	if cfg.HostedRateLimit == 0 {
+		cfg.HostedRateLimit = DefaultHostedRateLimit
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(time.Now)}
 	r := chi.NewRouter()

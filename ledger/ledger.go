@@ -201,7 +201,7 @@ func New(store Store, cfg Config) *Ledger {
 	}
 	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[ids.SiteID]*entry{}, byAppKey: map[string]*entry{},
 		readyC: make(chan struct{}), catalog: newCatalog(), operators: newOperators()}
-	l.misses.every = missInterval
+	l.misses.every = MissInterval
 	return l
 }
 

@@ -160,13 +160,13 @@ func (l *Ledger) CatchUp(ctx context.Context) error {
 	return nil
 }
 
-// missInterval is the shortest time between two catch-ups caused by
+// MissInterval is the shortest time between two catch-ups caused by
 // lookups that missed (see CatchUpMiss).
-const missInterval = 100 * time.Millisecond
+const MissInterval = 100 * time.Millisecond
 
 // CatchUpMiss is CatchUp for a lookup that missed: an appKey, an operator
 // token or a method nobody here knows. Such lookups are what a flood of bad
-// credentials is made of, so at most one catch-up runs per missInterval and
+// credentials is made of, so at most one catch-up runs per MissInterval and
 // every caller in the meantime shares it: a miss costs at most one store
 // read per interval whatever the number of callers, and a site created a
 // moment ago through another process is still found within an interval.

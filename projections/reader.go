@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -96,6 +97,61 @@ func (r *Reader) lookup(ctx context.Context, siteID ids.SiteID, fresh bool, find
 		return Record{}, aggregates.ErrNotFound
 	}
 	return r.record(ctx, snap, nil)
+}
+
+// Hosted returns the record of a deposit for its hosted payment page, when
+// token is its hosted page token; aggregates.ErrNotFound otherwise. The page
+// needs no login, so whoever guesses is checked against the state in memory
+// first (aggregates.HostedKey), before anything is read from the store; only
+// a transaction this process does not know yet costs a catch-up, and those
+// are throttled (ledger.CatchUpMiss).
+func (r *Reader) Hosted(ctx context.Context, id ids.TxID, token string) (Record, error) {
+	key := aggregates.HostedKey(token)
+	if key == 0 {
+		return Record{}, aggregates.ErrNotFound
+	}
+	snap, known, err := r.hosted(ctx, id, key)
+	if err == nil && !known && r.ledger.CatchUpMiss(ctx) == nil {
+		// Created a moment ago through another gateway process.
+		snap, known, err = r.hosted(ctx, id, key)
+	}
+	if err != nil {
+		if errors.Is(err, aggregates.ErrSiteNotFound) {
+			err = aggregates.ErrNotFound
+		}
+		return Record{}, err
+	}
+	if snap == nil {
+		return Record{}, aggregates.ErrNotFound
+	}
+	rec, err := r.record(ctx, *snap, nil)
+	if err != nil {
+		return Record{}, err
+	}
+	if rec.Deposit == nil || subtle.ConstantTimeCompare([]byte(rec.HostedToken), []byte(token)) != 1 {
+		return Record{}, aggregates.ErrNotFound
+	}
+	return rec, nil
+}
+
+// hosted looks the deposit up in memory: snap is set when its hosted key is
+// key; known is false when this process does not have the transaction.
+func (r *Reader) hosted(ctx context.Context, id ids.TxID, key uint64) (snap *snapshot, known bool, err error) {
+	err = r.ledger.ViewCtx(ctx, id.Site(), func(s *aggregates.Site) error {
+		i, ok := s.Lookup(id)
+		if !ok {
+			return nil
+		}
+		known = true
+		if tx := &s.Txs[i]; tx.Kind == aggregates.KindDeposit && tx.HostedKey == key {
+			snap = &snapshot{tx: *tx, reason: s.Reason(i), id: id, secret: s.Cfg.Secret}
+		}
+		return nil
+	})
+	if errors.Is(err, aggregates.ErrSiteNotFound) {
+		return nil, false, nil
+	}
+	return snap, known, err
 }
 
 // FromResult builds the record a command answered with. When the command
