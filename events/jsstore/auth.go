@@ -35,6 +35,32 @@ func (a Auth) IsZero() bool {
 	return a == Auth{}
 }
 
+// String names the credential without its secret: "user NAME", "nkey
+// PUBLICKEY" or "none". Printing an Auth, in a log line or an error, shows
+// this and never the password or seed.
+func (a Auth) String() string {
+	switch {
+	case a.NkeySeed != "":
+		kp, err := a.keyPair()
+		if err != nil {
+			return "nkey (invalid seed)"
+		}
+		pub, err := kp.PublicKey()
+		if err != nil {
+			return "nkey (invalid seed)"
+		}
+		return "nkey " + pub
+	case a.User != "":
+		return "user " + a.User
+	}
+	return "none"
+}
+
+// GoString keeps %#v from printing the secret too.
+func (a Auth) GoString() string {
+	return "jsstore.Auth{" + a.String() + "}"
+}
+
 // Validate checks that a is one whole credential: a user with a password,
 // or a user nkey seed, not both.
 func (a Auth) Validate() error {

@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -52,6 +53,33 @@ func TestAuth_Validate(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.wantErr)
 			assert.NotContains(t, err.Error(), seed, "a seed must never appear in an error")
+		})
+	}
+}
+
+func TestAuth_String(t *testing.T) {
+	kp, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	seed, err := kp.Seed()
+	require.NoError(t, err)
+	pub, err := kp.PublicKey()
+	require.NoError(t, err)
+	cases := []struct {
+		auth Auth
+		want string
+	}{
+		{Auth{}, "none"},
+		{Auth{User: "gw", Password: "s3cret"}, "user gw"},
+		{Auth{NkeySeed: string(seed)}, "nkey " + pub},
+		{Auth{NkeySeed: "SUBAD"}, "nkey (invalid seed)"},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			for _, s := range []string{c.auth.String(), fmt.Sprintf("%v", c.auth), fmt.Sprintf("%+v", c.auth), fmt.Sprintf("%#v", c.auth)} {
+				assert.Contains(t, s, c.want)
+				assert.NotContains(t, s, "s3cret")
+				assert.NotContains(t, s, string(seed))
+			}
 		})
 	}
 }
