@@ -121,6 +121,15 @@ func TestRunServer_auth(t *testing.T) {
 			assert.ErrorIs(t, err, nats.ErrAuthorization)
 			_, err = Dial(srv.ClientURL(), "tcp with another credential", bad...)
 			assert.ErrorIs(t, err, nats.ErrAuthorization)
+
+			// The gateway's own client retries an absent server for ever,
+			// but not a refusal.
+			nc, err = Connect(srv.ClientURL(), "gateway", good...)
+			require.NoError(t, err)
+			assert.NoError(t, nc.Flush())
+			nc.Close()
+			_, err = Connect(srv.ClientURL(), "gateway with another credential", bad...)
+			assert.ErrorIs(t, err, nats.ErrAuthorization)
 		})
 	}
 }

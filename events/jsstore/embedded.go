@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -99,10 +100,16 @@ func Dial(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
 // Publishes are never buffered while disconnected (ReconnectBufSize -1): a
 // buffered append would reach the stream after its caller was told it
 // failed. opts are typically Auth.Options.
+//
+// A server that refuses the credentials is an error at once: that is a
+// configuration to fix, not an outage to wait out.
 func Connect(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
+	opts = append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(-1)}, opts...)
 	nc, err := nats.Connect(urls, opts...)
+	if err != nil && !errors.Is(err, nats.ErrAuthorization) {
+		nc, err = nats.Connect(urls, append(opts, nats.RetryOnFailedConnect(true))...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connect nats %s: %w", urls, err)
 	}
