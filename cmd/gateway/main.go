@@ -76,8 +76,8 @@ type options struct {
 }
 
 // minAdminTokenLen is the shortest --admin-token accepted. The token is
-// the admin of every site and travels as a bearer token: at 32 characters
-// even a lower-case password is beyond guessing over HTTP.
+// the admin of every site: at 32 characters even one of lower-case letters
+// only (about 150 bits) cannot be guessed over HTTP.
 const minAdminTokenLen = 32
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {

@@ -108,6 +108,7 @@ func Connect(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
 		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(-1)}, opts...)
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil && !errors.Is(err, nats.ErrAuthorization) {
+		// No server answering yet: keep trying in the background.
 		nc, err = nats.Connect(urls, append(opts, nats.RetryOnFailedConnect(true))...)
 	}
 	if err != nil {
