@@ -92,7 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.natsListenInsecure, "nats-listen-insecure", envBool("GATEWAY_NATS_LISTEN_INSECURE", false), "let --nats-listen accept clients without credentials, who can then read every site's secrets (development only) [GATEWAY_NATS_LISTEN_INSECURE]")
 	o.natsCreds.Register(fs, "the embedded server's --nats-listen port (and this process) or the --nats server")
 	fs.BoolVar(&o.demo, "demo", false, "create a demo site and methods if missing and print their keys (implies --callback-allow-private)")
-	fs.StringVar(&o.adminToken, "admin-token", env("GATEWAY_ADMIN_TOKEN", ""), "operator bearer token, at least 32 characters; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
+	// GATEWAY_ADMIN_TOKEN is read by check, not given as the default: -help prints defaults.
+	fs.StringVar(&o.adminToken, "admin-token", "", "operator bearer token, at least 32 characters; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
 	fs.StringVar(&o.adminTokenFile, "admin-token-file", env("GATEWAY_ADMIN_TOKEN_FILE", ""), "file holding the operator bearer token, instead of --admin-token [GATEWAY_ADMIN_TOKEN_FILE]")
 	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "base of hosted page URLs (default http:// + listen address) [GATEWAY_PUBLIC_URL]")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", env("GATEWAY_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is believed [GATEWAY_TRUSTED_PROXIES]")
@@ -131,6 +132,9 @@ func (o *options) check() error {
 		return errors.New("--nats-listen exposes the ledger stream, which holds every site's secrets, so it needs credentials: " +
 			"--nats-user with --nats-password-file (or --nats-password), or --nats-nkey-seed-file; " +
 			"--nats-listen-insecure exposes it to anyone who reaches the port")
+	}
+	if o.adminToken == "" {
+		o.adminToken = os.Getenv("GATEWAY_ADMIN_TOKEN")
 	}
 	o.adminToken, err = adminToken(o.adminToken, o.adminTokenFile)
 	return err

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -170,6 +171,18 @@ func newSeed(t *testing.T) string {
 	seed, err := kp.Seed()
 	require.NoError(t, err)
 	return string(seed) + "\n"
+}
+
+// TestParseFlags_helpHidesSecrets: -help prints each flag's default; a
+// token or password from the environment must not be one.
+func TestParseFlags_helpHidesSecrets(t *testing.T) {
+	clearEnv(t, map[string]string{"GATEWAY_ADMIN_TOKEN": testToken, "GATEWAY_NATS_USER": "gw", "GATEWAY_NATS_PASSWORD": "env-secret-pw"})
+	var help bytes.Buffer
+	_, err := parseFlags([]string{"-help"}, &help)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, help.String(), "GATEWAY_ADMIN_TOKEN")
+	assert.NotContains(t, help.String(), testToken)
+	assert.NotContains(t, help.String(), "env-secret-pw")
 }
 
 // TestRun_natsListenWithoutCredentials: the refusal is a usage error

@@ -22,12 +22,14 @@ type Flags struct {
 
 // Register adds --nats-user, --nats-password, --nats-password-file and
 // --nats-nkey-seed-file to fs, each defaulting to its GATEWAY_NATS_*
-// environment variable. role says what the credential is for in the help
+// environment variable (the password's is read by Auth, so that -help
+// does not print it). role says what the credential is for in the help
 // text, e.g. "the --nats server".
 func (f *Flags) Register(fs *flag.FlagSet, role string) {
 	fs.StringVar(&f.user, "nats-user", os.Getenv("GATEWAY_NATS_USER"),
 		"user name for "+role+" (with a password) [GATEWAY_NATS_USER]")
-	fs.StringVar(&f.password, "nats-password", os.Getenv("GATEWAY_NATS_PASSWORD"),
+	// Not the variable as the default: -help prints defaults.
+	fs.StringVar(&f.password, "nats-password", "",
 		"password of --nats-user; a flag's value shows in process lists, prefer the file or the variable [GATEWAY_NATS_PASSWORD]")
 	fs.StringVar(&f.passwordFile, "nats-password-file", os.Getenv("GATEWAY_NATS_PASSWORD_FILE"),
 		"file holding the password of --nats-user [GATEWAY_NATS_PASSWORD_FILE]")
@@ -39,6 +41,9 @@ func (f *Flags) Register(fs *flag.FlagSet, role string) {
 // the zero Auth when none was given.
 func (f *Flags) Auth() (jsstore.Auth, error) {
 	a := jsstore.Auth{User: f.user, Password: f.password}
+	if a.Password == "" {
+		a.Password = os.Getenv("GATEWAY_NATS_PASSWORD")
+	}
 	if f.passwordFile != "" {
 		if f.password != "" {
 			return jsstore.Auth{}, errors.New("give --nats-password or --nats-password-file, not both")

@@ -1,6 +1,7 @@
 package natsauth
 
 import (
+	"bytes"
 	"flag"
 	"io"
 	"os"
@@ -85,4 +86,23 @@ func TestFlags_Auth(t *testing.T) {
 			assert.Equal(t, c.want, a)
 		})
 	}
+}
+
+// TestFlags_helpHidesThePassword: -help prints each flag's default, and the
+// password from the environment must not be one.
+func TestFlags_helpHidesThePassword(t *testing.T) {
+	t.Setenv("GATEWAY_NATS_USER", "gw")
+	t.Setenv("GATEWAY_NATS_PASSWORD", "env-secret-pw")
+	var f Flags
+	var help bytes.Buffer
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(&help)
+	f.Register(fs, "the test server")
+	fs.PrintDefaults()
+	assert.Contains(t, help.String(), "GATEWAY_NATS_PASSWORD")
+	assert.NotContains(t, help.String(), "env-secret-pw")
+	require.NoError(t, fs.Parse(nil))
+	a, err := f.Auth()
+	require.NoError(t, err)
+	assert.Equal(t, "env-secret-pw", a.Password)
 }
