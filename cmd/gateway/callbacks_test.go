@@ -177,16 +177,17 @@ func TestCallbacks_deliveredByTheGateway(t *testing.T) {
 	}
 }
 
-// startDispatcher runs 'gateway callbacks' against the NATS at natsAddr.
-func startDispatcher(t *testing.T, natsAddr string) *exec.Cmd {
-	cmd, _ := spawn(t, "callbacks", "--nats", "nats://"+natsAddr, "--callback-allow-private",
-		"--callback-ack-wait", "3s", "--callback-lease-ttl", "2s", "--log-level", "warn")
+// startDispatcher runs 'gateway callbacks' against the NATS at natsAddr
+// with the credential flags natsFlags.
+func startDispatcher(t *testing.T, natsAddr string, natsFlags []string) *exec.Cmd {
+	cmd, _ := spawn(t, append([]string{"callbacks", "--nats", "nats://" + natsAddr, "--callback-allow-private",
+		"--callback-ack-wait", "3s", "--callback-lease-ttl", "2s", "--log-level", "warn"}, natsFlags...)...)
 	return cmd
 }
 
 // consumerState reads the callbacks consumer over the exposed NATS port.
-func consumerState(t *testing.T, natsAddr string) *jetstream.ConsumerInfo {
-	nc, err := nats.Connect("nats://" + natsAddr)
+func consumerState(t *testing.T, natsAddr string, auth nats.Option) *jetstream.ConsumerInfo {
+	nc, err := nats.Connect("nats://"+natsAddr, auth)
 	require.NoError(t, err)
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -212,14 +213,15 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 		t.Skip("starts gateway subprocesses")
 	}
 	natsAddr, addr := freeAddr(t), freeAddr(t)
-	startWith(t, addr, "--data", t.TempDir(), "--nats-listen", natsAddr, "--callbacks=false")
+	natsFlags, auth := natsSeed(t)
+	startWith(t, addr, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr, "--callbacks=false"}, natsFlags...)...)
 	base := "http://" + addr
 	rcv := newHookReceiver(t)
 	txs := siteWithHooks(t, base, rcv, 3)
 	time.Sleep(300 * time.Millisecond)
 	require.Empty(t, rcv.hooks(), "the gateway itself delivers nothing with --callbacks=false")
 
-	first := startDispatcher(t, natsAddr)
+	first := startDispatcher(t, natsAddr, natsFlags)
 	var killed atomic.Value
 	rcv.mu.Lock()
 	rcv.onHook = func(h hook) {
@@ -235,9 +237,9 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 	_ = first.Wait()
 	id := killed.Load().(string)
 	require.Equal(t, 1, rcv.count(func(h hook) bool { return h.id == id }))
-	require.Positive(t, consumerState(t, natsAddr).NumAckPending, "killed before its acknowledgement")
+	require.Positive(t, consumerState(t, natsAddr, auth).NumAckPending, "killed before its acknowledgement")
 
-	startDispatcher(t, natsAddr)
+	startDispatcher(t, natsAddr, natsFlags)
 	waitFor(t, 30*time.Second, func() bool { return rcv.count(func(h hook) bool { return h.id == id }) == 2 },
 		"the unacknowledged callback delivered again with the same webhook-id")
 	for _, tx := range txs {
@@ -245,7 +247,7 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 			"callback of "+tx)
 	}
 	waitFor(t, 10*time.Second, func() bool {
-		info := consumerState(t, natsAddr)
+		info := consumerState(t, natsAddr, auth)
 		return info.NumAckPending == 0 && info.NumPending == 0
 	}, "every message acknowledged")
 	for _, h := range rcv.hooks() {

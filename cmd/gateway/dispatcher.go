@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"gateway/callbacks"
+	"gateway/cmd/internal/natsauth"
 	"gateway/events/jsstore"
 )
 
@@ -67,6 +68,8 @@ func envDuration(name string, def time.Duration) time.Duration {
 // dispatcherOptions are the flags of 'gateway callbacks'.
 type dispatcherOptions struct {
 	nats, publicURL, logLevel string
+	natsCreds                 natsauth.Flags
+	natsAuth                  jsstore.Auth
 	debugListen               string
 	replicas                  int
 	cb                        callbackOptions
@@ -83,6 +86,7 @@ func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, e
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of the gateways' NATS, comma-separated (required) [GATEWAY_NATS]")
+	o.natsCreds.Register(fs, "the --nats server (the gateway's own, with its --nats-listen)")
 	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "the gateways' --public-url, for hosted page links in callbacks [GATEWAY_PUBLIC_URL]")
 	replicaFlag(fs, &o.replicas)
 	logLevelFlag(fs, &o.logLevel)
@@ -96,6 +100,10 @@ func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, e
 	}
 	if o.nats == "" {
 		return o, errors.New("--nats is required: a separate dispatcher needs the gateways' NATS (the embedded one is exposed with the gateway's --nats-listen)")
+	}
+	var err error
+	if o.natsAuth, err = o.natsCreds.Auth(); err != nil {
+		return o, err
 	}
 	return o, o.cb.check()
 }
@@ -116,7 +124,12 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway callbacks:", err)
 		return 2
 	}
-	nc, err := jsstore.Connect(o.nats, "gateway-callbacks")
+	authOpts, err := o.natsAuth.Options()
+	if err != nil {
+		log.Error("callback dispatcher stopped", "err", err)
+		return 1
+	}
+	nc, err := jsstore.Connect(o.nats, "gateway-callbacks", authOpts...)
 	if err != nil {
 		log.Error("callback dispatcher stopped", "err", err)
 		return 1
@@ -125,7 +138,7 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 	defer serveDebug(o.debugListen, log)()
 	cfg := o.cb.config(nc, o.replicas, log)
 	cfg.PublicURL = o.publicURL
-	log.Info("callback dispatcher starting", "nats", o.nats)
+	log.Info("callback dispatcher starting", "nats", o.nats, "natsAuth", o.natsAuth)
 	if err := callbacks.Run(ctx, cfg); err != nil && ctx.Err() == nil {
 		log.Error("callback dispatcher stopped", "err", err)
 		return 1

@@ -23,11 +23,13 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
 	"gateway/aggregates"
 	"gateway/callbacks"
+	"gateway/cmd/internal/natsauth"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
@@ -56,15 +58,27 @@ func main() {
 // options are the flags of CONTRACT §4.
 type options struct {
 	http, nats, data, sync, natsListen string
-	demo                               bool
-	adminToken, publicURL              string
-	trustedProxies                     string
-	cb                                 callbackOptions
-	callbacks                          bool
-	replicas                           int
-	logLevel                           string
-	debugListen                        string
+	// natsListenInsecure lets --nats-listen run without credentials.
+	natsListenInsecure bool
+	natsCreds          natsauth.Flags
+	// natsAuth is what natsCreds read: the credential the embedded server
+	// accepts, or the one presented to the --nats server.
+	natsAuth                   jsstore.Auth
+	demo                       bool
+	adminToken, adminTokenFile string
+	publicURL                  string
+	trustedProxies             string
+	cb                         callbackOptions
+	callbacks                  bool
+	replicas                   int
+	logLevel                   string
+	debugListen                string
 }
+
+// minAdminTokenLen is the shortest --admin-token accepted. The token is
+// the admin of every site: at 32 characters even one of lower-case letters
+// only (about 150 bits) cannot be guessed over HTTP.
+const minAdminTokenLen = 32
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -74,9 +88,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of an external NATS cluster, comma-separated; empty runs an embedded server [GATEWAY_NATS]")
 	fs.StringVar(&o.data, "data", env("GATEWAY_DATA", "./data"), "embedded server's JetStream directory [GATEWAY_DATA]")
 	fs.StringVar(&o.sync, "sync", env("GATEWAY_SYNC", "always"), "embedded server durability: 'always' fsyncs before every acknowledgement;\n'interval' syncs every 2 minutes: faster, but a machine crash loses recent acknowledged writes [GATEWAY_SYNC]")
-	fs.StringVar(&o.natsListen, "nats-listen", env("GATEWAY_NATS_LISTEN", ""), "expose the embedded server's client port, e.g. 127.0.0.1:4222 [GATEWAY_NATS_LISTEN]")
+	fs.StringVar(&o.natsListen, "nats-listen", env("GATEWAY_NATS_LISTEN", ""), "expose the embedded server's client port, e.g. 127.0.0.1:4222; needs credentials (--nats-user or --nats-nkey-seed-file) [GATEWAY_NATS_LISTEN]")
+	fs.BoolVar(&o.natsListenInsecure, "nats-listen-insecure", envBool("GATEWAY_NATS_LISTEN_INSECURE", false), "let --nats-listen accept clients without credentials, who can then read every site's secrets (development only) [GATEWAY_NATS_LISTEN_INSECURE]")
+	o.natsCreds.Register(fs, "the embedded server's --nats-listen port (and this process) or the --nats server")
 	fs.BoolVar(&o.demo, "demo", false, "create a demo site and methods if missing and print their keys (implies --callback-allow-private)")
-	fs.StringVar(&o.adminToken, "admin-token", env("GATEWAY_ADMIN_TOKEN", ""), "operator bearer token; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
+	// GATEWAY_ADMIN_TOKEN is read by check, not given as the default: -help prints defaults.
+	fs.StringVar(&o.adminToken, "admin-token", "", "operator bearer token, at least 32 characters; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
+	fs.StringVar(&o.adminTokenFile, "admin-token-file", env("GATEWAY_ADMIN_TOKEN_FILE", ""), "file holding the operator bearer token, instead of --admin-token [GATEWAY_ADMIN_TOKEN_FILE]")
 	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "base of hosted page URLs (default http:// + listen address) [GATEWAY_PUBLIC_URL]")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", env("GATEWAY_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is believed [GATEWAY_TRUSTED_PROXIES]")
 	fs.BoolVar(&o.callbacks, "callbacks", envBool("GATEWAY_CALLBACKS", true), "deliver callbacks from this process; false when a separate 'gateway callbacks' process delivers them [GATEWAY_CALLBACKS]")
@@ -97,7 +115,54 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.demo {
 		o.cb.allowPrivate = true
 	}
+	if err := o.check(); err != nil {
+		return o, err
+	}
 	return o, o.cb.check()
+}
+
+// check reads the credential and token files and refuses combinations
+// that would expose the ledger or the operator API.
+func (o *options) check() error {
+	var err error
+	if o.natsAuth, err = o.natsCreds.Auth(); err != nil {
+		return err
+	}
+	if o.natsListen != "" && o.nats == "" && o.natsAuth.IsZero() && !o.natsListenInsecure {
+		return errors.New("--nats-listen exposes the ledger stream, which holds every site's secrets, so it needs credentials: " +
+			"--nats-user with --nats-password-file (or --nats-password), or --nats-nkey-seed-file; " +
+			"--nats-listen-insecure exposes it to anyone who reaches the port")
+	}
+	if o.adminToken == "" {
+		o.adminToken = os.Getenv("GATEWAY_ADMIN_TOKEN")
+	}
+	o.adminToken, err = adminToken(o.adminToken, o.adminTokenFile)
+	return err
+}
+
+// adminToken is the --admin-token or the content of --admin-token-file
+// (without surrounding whitespace), checked for length; empty when neither
+// was given.
+func adminToken(token, file string) (string, error) {
+	from := "--admin-token"
+	if file != "" {
+		if token != "" {
+			return "", errors.New("give --admin-token or --admin-token-file, not both")
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--admin-token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return "", fmt.Errorf("--admin-token-file: %s is empty", file)
+		}
+		from = "the token in --admin-token-file"
+	}
+	if n := utf8.RuneCountInString(token); token != "" && n < minAdminTokenLen {
+		return "", fmt.Errorf("%s must be at least %d characters, not %d: generate one with 'openssl rand -base64 33'",
+			from, minAdminTokenLen, n)
+	}
+	return token, nil
 }
 
 func env(name, def string) string {
@@ -187,12 +252,16 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		publicURL = "http://" + ln.Addr().String()
 	}
 
+	authOpts, err := o.natsAuth.Options()
+	if err != nil {
+		return err
+	}
 	var nc *nats.Conn
 	if o.nats == "" {
 		if err := os.MkdirAll(o.data, 0o700); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
-		ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: o.data, SyncAlways: o.sync == "always", Listen: o.natsListen})
+		ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: o.data, SyncAlways: o.sync == "always", Listen: o.natsListen, Auth: o.natsAuth})
 		if err != nil {
 			return err
 		}
@@ -200,11 +269,16 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 			ns.Shutdown()
 			ns.WaitForShutdown()
 		}()
-		if nc, err = jsstore.ConnectInProcess(ns, "gateway"); err != nil {
+		// The server wants the credential from its in-process clients too.
+		if nc, err = jsstore.ConnectInProcess(ns, "gateway", authOpts...); err != nil {
 			return err
 		}
-		log.Info("embedded JetStream", "dir", o.data, "sync", o.sync, "natsListen", o.natsListen)
-	} else if nc, err = jsstore.Connect(o.nats, "gateway"); err != nil {
+		log.Info("embedded JetStream", "dir", o.data, "sync", o.sync, "natsListen", o.natsListen, "natsAuth", o.natsAuth)
+		if o.natsListen != "" && o.natsAuth.IsZero() {
+			log.Warn("--nats-listen-insecure: the embedded NATS server accepts clients without credentials; "+
+				"anyone who reaches the port can read every site's secrets and append events", "natsListen", o.natsListen)
+		}
+	} else if nc, err = jsstore.Connect(o.nats, "gateway", authOpts...); err != nil {
 		return err
 	}
 	defer nc.Close()
@@ -230,7 +304,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	token := o.adminToken
 	if token == "" {
 		token = generateToken()
-		fmt.Fprintf(stdout, "Operator token (generated; pass --admin-token or GATEWAY_ADMIN_TOKEN to keep one): %s\n", token)
+		fmt.Fprintf(stdout, "Operator token (generated; pass --admin-token, GATEWAY_ADMIN_TOKEN or --admin-token-file to keep one): %s\n", token)
 	}
 	reader := projections.NewReader(led, store, publicURL)
 	// Every process lists deliveries and forwards resends; only one

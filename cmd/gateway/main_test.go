@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,8 +23,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"gateway/events/jsstore"
 )
 
 // TestMain lets the test binary act as the gateway in a subprocess, so the
@@ -36,6 +43,13 @@ func TestMain(m *testing.M) {
 }
 
 func TestParseFlags(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := secretFile(t, dir, "token", "  "+testToken+"\n")
+	shortFile := secretFile(t, dir, "short", "tok\n")
+	emptyFile := secretFile(t, dir, "empty", " \n")
+	seed := newSeed(t)
+	seedFile := secretFile(t, dir, "seed", seed)
+	pwFile := secretFile(t, dir, "pw", "nats-pw\n")
 	cases := []struct {
 		name    string
 		args    []string
@@ -52,12 +66,12 @@ func TestParseFlags(t *testing.T) {
 			assert.Len(t, o.cb.retry, 7)
 		}},
 		{name: "env", env: map[string]string{"GATEWAY_HTTP": "0.0.0.0:9000", "GATEWAY_SYNC": "interval", "GATEWAY_DATA": "/x",
-			"GATEWAY_ADMIN_TOKEN": "tok", "GATEWAY_CALLBACK_ALLOW_PRIVATE": "true", "GATEWAY_CALLBACK_RETRY": "1s,2s"},
+			"GATEWAY_ADMIN_TOKEN": testToken, "GATEWAY_CALLBACK_ALLOW_PRIVATE": "true", "GATEWAY_CALLBACK_RETRY": "1s,2s"},
 			check: func(t *testing.T, o options) {
 				assert.Equal(t, "0.0.0.0:9000", o.http)
 				assert.Equal(t, "interval", o.sync)
 				assert.Equal(t, "/x", o.data)
-				assert.Equal(t, "tok", o.adminToken)
+				assert.Equal(t, testToken, o.adminToken)
 				assert.True(t, o.cb.allowPrivate)
 				assert.Equal(t, "1s,2s", o.cb.retry.String())
 			}},
@@ -81,20 +95,110 @@ func TestParseFlags(t *testing.T) {
 			check: func(t *testing.T, o options) { assert.False(t, o.callbacks) }},
 		{name: "ack wait too short", args: []string{"--callback-ack-wait", "1s"}, wantErr: "--callback-ack-wait"},
 		{name: "lease too short", args: []string{"--callback-lease-ttl", "10ms"}, wantErr: "--callback-lease-ttl"},
+
+		{name: "nats-listen needs credentials", args: []string{"--nats-listen", "127.0.0.1:4222"},
+			wantErr: "--nats-listen exposes the ledger stream, which holds every site's secrets, so it needs credentials: --nats-user"},
+		{name: "nats-listen with a user and password", args: []string{"--nats-listen", "127.0.0.1:4222", "--nats-user", "gw", "--nats-password", "pw"},
+			check: func(t *testing.T, o options) { assert.Equal(t, jsstore.Auth{User: "gw", Password: "pw"}, o.natsAuth) }},
+		{name: "nats-listen with credentials from env", args: []string{"--nats-listen", "127.0.0.1:4222"},
+			env: map[string]string{"GATEWAY_NATS_USER": "gw", "GATEWAY_NATS_PASSWORD_FILE": pwFile},
+			check: func(t *testing.T, o options) {
+				assert.Equal(t, jsstore.Auth{User: "gw", Password: "nats-pw"}, o.natsAuth)
+			}},
+		{name: "nats-listen with an nkey seed", args: []string{"--nats-listen", "127.0.0.1:4222", "--nats-nkey-seed-file", seedFile},
+			check: func(t *testing.T, o options) { assert.Equal(t, strings.TrimSpace(seed), o.natsAuth.NkeySeed) }},
+		{name: "nats-listen insecure", args: []string{"--nats-listen", "127.0.0.1:4222", "--nats-listen-insecure"},
+			check: func(t *testing.T, o options) { assert.True(t, o.natsAuth.IsZero()) }},
+		{name: "nats-listen insecure by env", env: map[string]string{"GATEWAY_NATS_LISTEN": "127.0.0.1:4222", "GATEWAY_NATS_LISTEN_INSECURE": "true"},
+			check: func(t *testing.T, o options) { assert.True(t, o.natsListenInsecure) }},
+		{name: "credentials for --nats", args: []string{"--nats", "nats://a:4222", "--nats-user", "gw", "--nats-password", "pw"},
+			check: func(t *testing.T, o options) { assert.Equal(t, "user gw", o.natsAuth.String()) }},
+		{name: "incomplete credentials", args: []string{"--nats", "nats://a:4222", "--nats-user", "gw"}, wantErr: "--nats-user needs --nats-password"},
+
+		{name: "short admin token", args: []string{"--admin-token", "tok"},
+			wantErr: "--admin-token must be at least 32 characters, not 3: generate one with 'openssl rand -base64 33'"},
+		{name: "short admin token by env", env: map[string]string{"GATEWAY_ADMIN_TOKEN": testToken[:31]}, wantErr: "at least 32 characters, not 31"},
+		{name: "admin token file", args: []string{"--admin-token-file", tokenFile},
+			check: func(t *testing.T, o options) { assert.Equal(t, testToken, o.adminToken) }},
+		{name: "admin token file by env", env: map[string]string{"GATEWAY_ADMIN_TOKEN_FILE": tokenFile},
+			check: func(t *testing.T, o options) { assert.Equal(t, testToken, o.adminToken) }},
+		{name: "short admin token file", args: []string{"--admin-token-file", shortFile}, wantErr: "the token in --admin-token-file must be at least 32"},
+		{name: "empty admin token file", args: []string{"--admin-token-file", emptyFile}, wantErr: "is empty"},
+		{name: "missing admin token file", args: []string{"--admin-token-file", filepath.Join(dir, "none")}, wantErr: "--admin-token-file"},
+		{name: "admin token twice", args: []string{"--admin-token", testToken, "--admin-token-file", tokenFile}, wantErr: "not both"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, k := range []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEWAY_ADMIN_TOKEN",
-				"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS"} {
-				t.Setenv(k, c.env[k])
-				if _, ok := c.env[k]; !ok {
-					os.Unsetenv(k)
-				}
-			}
+			clearEnv(t, c.env)
 			o, err := parseFlags(c.args, io.Discard)
 			checkParsed(t, o, err, c.wantErr, c.check)
 		})
 	}
+}
+
+// gatewayEnv are the environment variables the flag tests control.
+var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEWAY_ADMIN_TOKEN", "GATEWAY_ADMIN_TOKEN_FILE",
+	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
+	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
+	"GATEWAY_NATS_NKEY_SEED_FILE"}
+
+// clearEnv sets the variables in env and unsets the other gatewayEnv ones
+// for the test.
+func clearEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, k := range gatewayEnv {
+		t.Setenv(k, env[k])
+		if _, ok := env[k]; !ok {
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// secretFile writes content to a file of its own in dir.
+func secretFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+// newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
+// writes it.
+func newSeed(t *testing.T) string {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	seed, err := kp.Seed()
+	require.NoError(t, err)
+	return string(seed) + "\n"
+}
+
+// TestParseFlags_helpHidesSecrets: -help prints each flag's default; a
+// token or password from the environment must not be one.
+func TestParseFlags_helpHidesSecrets(t *testing.T) {
+	clearEnv(t, map[string]string{"GATEWAY_ADMIN_TOKEN": testToken, "GATEWAY_NATS_USER": "gw", "GATEWAY_NATS_PASSWORD": "env-secret-pw"})
+	var help bytes.Buffer
+	_, err := parseFlags([]string{"-help"}, &help)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, help.String(), "GATEWAY_ADMIN_TOKEN")
+	assert.NotContains(t, help.String(), testToken)
+	assert.NotContains(t, help.String(), "env-secret-pw")
+}
+
+// TestRun_natsListenWithoutCredentials: the refusal is a usage error
+// (exit 2) whose message names the fix.
+func TestRun_natsListenWithoutCredentials(t *testing.T) {
+	clearEnv(t, nil)
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--nats-listen", "127.0.0.1:0", "--data", t.TempDir()}, io.Discard, &stderr)
+	assert.Equal(t, 2, code)
+	for _, fix := range []string{"--nats-user", "--nats-password-file", "--nats-nkey-seed-file", "--nats-listen-insecure"} {
+		assert.Contains(t, stderr.String(), fix)
+	}
+	stderr.Reset()
+	code = run(context.Background(), []string{"--admin-token", "short"}, io.Discard, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "--admin-token must be at least 32 characters")
 }
 
 // checkParsed judges one flag-parsing case: the error it wants, or the
@@ -111,7 +215,8 @@ func checkParsed[O any](t *testing.T, o O, err error, wantErr string, check func
 }
 
 func TestParseDispatcherFlags(t *testing.T) {
-	t.Setenv("GATEWAY_NATS", "")
+	clearEnv(t, nil)
+	seedFile := secretFile(t, t.TempDir(), "seed", newSeed(t))
 	cases := []struct {
 		name    string
 		args    []string
@@ -127,6 +232,13 @@ func TestParseDispatcherFlags(t *testing.T) {
 			assert.Equal(t, "https://pay.example", o.publicURL)
 			assert.Equal(t, 1, o.replicas)
 		}},
+		{name: "user and password", args: []string{"--nats", "nats://a:4222", "--nats-user", "gw", "--nats-password", "pw"},
+			check: func(t *testing.T, o dispatcherOptions) {
+				assert.Equal(t, jsstore.Auth{User: "gw", Password: "pw"}, o.natsAuth)
+			}},
+		{name: "nkey seed", args: []string{"--nats", "nats://a:4222", "--nats-nkey-seed-file", seedFile},
+			check: func(t *testing.T, o dispatcherOptions) { assert.Contains(t, o.natsAuth.String(), "nkey U") }},
+		{name: "password without user", args: []string{"--nats", "nats://a:4222", "--nats-password", "pw"}, wantErr: "needs --nats-user"},
 		{name: "bad retry", args: []string{"--nats", "nats://a", "--callback-retry", "x"}, wantErr: "--callback-retry"},
 		{name: "stray argument", args: []string{"--nats", "nats://a", "now"}, wantErr: "unexpected argument"},
 	}
@@ -160,6 +272,9 @@ func TestParseProxies_ipv4Mapped(t *testing.T) {
 	_, err = parseProxies("10.0.0.0/8, ::ffff:0:0/95")
 	assert.ErrorContains(t, err, "::ffff:0:0/95")
 }
+
+// testToken is the subprocesses' --admin-token: long enough to be accepted.
+const testToken = "test-admin-token-0123456789abcdefgh"
 
 // proc is a gateway subprocess.
 type proc struct {
@@ -227,7 +342,7 @@ func call(method, u string, hdr map[string]string, body string) (envelope, error
 func opsCall(t *testing.T, base, method, path string, body any, out any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	e, err := call(method, base+path, map[string]string{"Authorization": "Bearer tok", "Content-Type": "application/json"}, string(b))
+	e, err := call(method, base+path, map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": "application/json"}, string(b))
 	require.NoError(t, err)
 	require.Equal(t, 200, e.Status, "%s %s: %s", method, path, e.Code)
 	if out != nil {
@@ -487,7 +602,7 @@ func spawn(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 // /readyz.
 func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	cmd, out := spawn(t, append([]string{"--http", addr, "--admin-token", "tok", "--log-level", "warn"}, args...)...)
+	cmd, out := spawn(t, append([]string{"--http", addr, "--admin-token", testToken, "--log-level", "warn"}, args...)...)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		res, err := http.Get("http://" + addr + "/readyz")
@@ -545,15 +660,17 @@ func TestDemoIsIdempotent(t *testing.T) {
 }
 
 // TestExternalNATS runs one gateway on its embedded server with the client
-// port exposed (--nats-listen) and a second gateway on that server through
-// --nats: a deposit made on one is found on the other.
+// port exposed (--nats-listen, with a user and password) and a second
+// gateway on that server through --nats with the same credentials: a
+// deposit made on one is found on the other.
 func TestExternalNATS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
 	natsAddr, a1, a2 := freeAddr(t), freeAddr(t), freeAddr(t)
-	startWith(t, a1, "--data", t.TempDir(), "--nats-listen", natsAddr)
-	startWith(t, a2, "--nats", "nats://"+natsAddr)
+	natsFlags, _ := natsPassword(t)
+	startWith(t, a1, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, natsFlags...)...)
+	startWith(t, a2, append([]string{"--nats", "nats://" + natsAddr}, natsFlags...)...)
 	b1, b2 := "http://"+a1, "http://"+a2
 	opsCall(t, b1, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
 		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
@@ -581,4 +698,122 @@ func TestExternalNATS(t *testing.T) {
 	e, err = merchant(c, "GET", b1, "/v1/transactions/"+rec.TransactionID, "")
 	require.NoError(t, err)
 	assert.Equal(t, 200, e.Status, "a deposit made through --nats must be visible on the embedded gateway")
+}
+
+// natsPassword writes a NATS password to a file and returns the flags that
+// give it to the gateway as user "gw", and the option that presents it
+// from a test client.
+func natsPassword(t *testing.T) ([]string, nats.Option) {
+	t.Helper()
+	pw := base64.RawURLEncoding.EncodeToString([]byte(t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)))
+	file := secretFile(t, t.TempDir(), "nats-password", pw+"\n")
+	return []string{"--nats-user", "gw", "--nats-password-file", file}, nats.UserInfo("gw", pw)
+}
+
+// natsSeed writes a user nkey seed to a file and returns the flag that
+// gives it to the gateway, and the option that presents it from a test
+// client.
+func natsSeed(t *testing.T) ([]string, nats.Option) {
+	t.Helper()
+	file := secretFile(t, t.TempDir(), "seed.nk", newSeed(t))
+	opt, err := nats.NkeyOptionFromSeed(file)
+	require.NoError(t, err)
+	return []string{"--nats-nkey-seed-file", file}, opt
+}
+
+// ledgerStream connects a plain NATS client to addr and reads the ledger
+// stream's state: what someone who reaches an exposed port could do.
+func ledgerStream(addr string, opts ...nats.Option) (*jetstream.StreamInfo, error) {
+	nc, err := nats.Connect("nats://"+addr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, "LEDGER")
+	if err != nil {
+		return nil, err
+	}
+	return st.Info(ctx)
+}
+
+// TestNATSListen_credentials starts the gateway with its embedded server
+// exposed: with credentials (from flags, the environment or files) a client
+// presenting them reads the ledger stream and one without them is refused;
+// with --nats-listen-insecure anyone reads it, and the gateway warns.
+func TestNATSListen_credentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	pwFlags, pwOpt := natsPassword(t)
+	seedFlags, seedOpt := natsSeed(t)
+	_, otherSeed := natsSeed(t)
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		good nats.Option // nil: no credentials needed
+		bad  []nats.Option
+	}{
+		{name: "user and password file", args: pwFlags, good: pwOpt,
+			bad: []nats.Option{nats.UserInfo("gw", "guess"), nats.UserInfo("other", "")}},
+		{name: "user and password from env", env: map[string]string{"GATEWAY_NATS_USER": "env-user", "GATEWAY_NATS_PASSWORD": "env-password"},
+			good: nats.UserInfo("env-user", "env-password"), bad: []nats.Option{nats.UserInfo("env-user", "guess")}},
+		{name: "nkey seed file", args: seedFlags, good: seedOpt, bad: []nats.Option{otherSeed, nats.UserInfo("gw", "")}},
+		{name: "insecure", args: []string{"--nats-listen-insecure"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			natsAddr, addr := freeAddr(t), freeAddr(t)
+			_, out := startWith(t, addr, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, c.args...)...)
+			if c.good == nil {
+				_, err := ledgerStream(natsAddr)
+				assert.NoError(t, err, "--nats-listen-insecure takes anyone")
+				assert.Contains(t, out.String(), "level=WARN msg=\"--nats-listen-insecure: the embedded NATS server accepts clients without credentials")
+				return
+			}
+			info, err := ledgerStream(natsAddr, c.good)
+			require.NoError(t, err)
+			assert.True(t, info.Config.DenyDelete)
+			_, err = ledgerStream(natsAddr)
+			assert.ErrorIs(t, err, nats.ErrAuthorization, "a client without credentials")
+			for _, bad := range c.bad {
+				_, err = ledgerStream(natsAddr, bad)
+				assert.ErrorIs(t, err, nats.ErrAuthorization, "a client with other credentials")
+			}
+			assert.NotContains(t, out.String(), "level=WARN")
+		})
+	}
+}
+
+// TestExternalNATS_wrongCredentials: a gateway whose --nats server refuses
+// its credentials stops (exit 1) and says why, rather than waiting for ever.
+func TestExternalNATS_wrongCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	natsAddr := freeAddr(t)
+	natsFlags, _ := natsPassword(t)
+	startWith(t, freeAddr(t), append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, natsFlags...)...)
+	for _, args := range [][]string{
+		{"--http", freeAddr(t), "--nats", "nats://" + natsAddr, "--nats-user", "gw", "--nats-password", "guess"},
+		{"callbacks", "--nats", "nats://" + natsAddr},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			cmd, out := spawn(t, args...)
+			err := cmd.Wait()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "log:\n%s", out.String())
+			assert.Equal(t, 1, exit.ExitCode())
+			assert.Contains(t, out.String(), "Authorization Violation")
+		})
+	}
 }

@@ -18,7 +18,9 @@
 // data directory and only reads. The gateway must be stopped first: two
 // servers on one store directory corrupt it. To audit without stopping the
 // gateway, run the gateway with --nats-listen (or on a NATS cluster) and use
-// --nats URL, or audit a copy of the data directory.
+// --nats URL with the gateway's NATS credentials (--nats-user and
+// --nats-password-file or --nats-password, or --nats-nkey-seed-file, or
+// their GATEWAY_NATS_* variables), or audit a copy of the data directory.
 //
 // Exit status: 0 when every check passed, 1 when anything disagrees, 2 on a
 // usage error, 3 when the store could not be read.
@@ -39,6 +41,7 @@ import (
 	"time"
 
 	"gateway/audit"
+	"gateway/cmd/internal/natsauth"
 	"gateway/events"
 	"gateway/events/jsstore"
 )
@@ -61,7 +64,9 @@ const usage = `usage:
   ledgerctl generate --data DIR [--events N] [--sites K] [--batch B] [--seed S] [--snapshot-at F] [--quiet]
 
 --data DIR audits the gateway's data directory offline (stop the gateway first);
---nats URL reads a running NATS server or cluster.
+--nats URL reads a running NATS server or cluster, presenting --nats-user with
+--nats-password-file (or --nats-password), or --nats-nkey-seed-file (also read from
+GATEWAY_NATS_USER, GATEWAY_NATS_PASSWORD, GATEWAY_NATS_PASSWORD_FILE, GATEWAY_NATS_NKEY_SEED_FILE).
 Run "ledgerctl <command> --help" for the flags of a command.
 `
 
@@ -88,21 +93,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// source are the flags that say where the ledger is.
+// source are the flags that say where the ledger is and, for --nats, the
+// credential to present.
 type source struct {
 	data, nats string
+	natsCreds  natsauth.Flags
+	natsAuth   jsstore.Auth
 }
 
 func (s *source) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.data, "data", "", "the gateway's data directory, read offline with an embedded server (stop the gateway first)")
 	fs.StringVar(&s.nats, "nats", "", "URL(s) of a running NATS server or cluster holding the ledger stream")
+	s.natsCreds.Register(fs, "--nats (the gateway's own credentials when it runs with --nats-listen)")
 }
 
+// validate checks the flags and, with --nats, reads the credential; with
+// --data the credential flags (and variables) are not used.
 func (s *source) validate() error {
 	if (s.data == "") == (s.nats == "") {
 		return errors.New("give exactly one of --data DIR or --nats URL")
 	}
-	return nil
+	if s.nats == "" {
+		return nil
+	}
+	var err error
+	s.natsAuth, err = s.natsCreds.Auth()
+	return err
 }
 
 // open binds to the existing ledger stream, read-only.
@@ -134,7 +150,11 @@ func (s *source) open(ctx context.Context) (*jsstore.Store, func(), error) {
 		}
 		return st, closeAll, nil
 	}
-	nc, err := jsstore.Dial(s.nats, "ledgerctl")
+	authOpts, err := s.natsAuth.Options()
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := jsstore.Dial(s.nats, "ledgerctl", authOpts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -262,4 +265,173 @@ func TestRun_auditOnline(t *testing.T) {
 	code, out, _ = ledgerctl(t, "audit", "--nats", srv.ClientURL(), "--quiet", "--gateway", gw.URL, "--token", "tok")
 	assert.Equal(t, exitMismatch, code)
 	assert.Contains(t, out, fmt.Sprintf("the gateway shows pending withdrawals %d, the replay %d", gen.Sites[2].PendingWithdrawals+7, gen.Sites[2].PendingWithdrawals))
+}
+
+// natsEnv are the credential variables ledgerctl reads.
+var natsEnv = []string{"GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE", "GATEWAY_NATS_NKEY_SEED_FILE"}
+
+// setNatsEnv sets the credential variables in env and unsets the others for
+// the test.
+func setNatsEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, k := range natsEnv {
+		t.Setenv(k, env[k])
+		if _, ok := env[k]; !ok {
+			os.Unsetenv(k)
+		}
+	}
+}
+
+// secretFile writes content to a file of its own in dir.
+func secretFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+// TestRun_natsCredentials audits over --nats a server that accepts one
+// credential, the way the gateway's embedded server does with --nats-listen:
+// presented through flags, files or the environment it reads the ledger;
+// without it, or with another, the store cannot be read (exit 3); an
+// incomplete one is a usage error.
+func TestRun_natsCredentials(t *testing.T) {
+	dir := t.TempDir()
+	kp, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	seed, err := kp.Seed()
+	require.NoError(t, err)
+	other, err := nkeys.CreateUser()
+	require.NoError(t, err)
+	otherSeed, err := other.Seed()
+	require.NoError(t, err)
+	pwFile := secretFile(t, dir, "pw", "audit-pw\n")
+	seedFile, otherFile := secretFile(t, dir, "seed", string(seed)+"\n"), secretFile(t, dir, "other", string(otherSeed)+"\n")
+
+	urls := map[string]string{}
+	for kind, auth := range map[string]jsstore.Auth{"password": {User: "gw", Password: "audit-pw"}, "nkey": {NkeySeed: string(seed)}} {
+		srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", Auth: auth})
+		require.NoError(t, err)
+		t.Cleanup(srv.Shutdown)
+		opts, err := auth.Options()
+		require.NoError(t, err)
+		nc, err := jsstore.ConnectInProcess(srv, "test", opts...)
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		st, err := jsstore.Open(context.Background(), nc, jsstore.Options{})
+		require.NoError(t, err)
+		_, err = audit.Generate(context.Background(), st, audit.GenOptions{Events: 500, Sites: 2, Seed: 5})
+		require.NoError(t, err)
+		urls[kind] = srv.ClientURL()
+	}
+
+	cases := []struct {
+		name     string
+		server   string
+		args     []string
+		env      map[string]string
+		wantCode int
+		wantErr  string
+	}{
+		{name: "password flags", server: "password", args: []string{"--nats-user", "gw", "--nats-password", "audit-pw"}, wantCode: exitOK},
+		{name: "password file", server: "password", args: []string{"--nats-user", "gw", "--nats-password-file", pwFile}, wantCode: exitOK},
+		{name: "password from env", server: "password", env: map[string]string{"GATEWAY_NATS_USER": "gw", "GATEWAY_NATS_PASSWORD": "audit-pw"}, wantCode: exitOK},
+		{name: "password file from env", server: "password", env: map[string]string{"GATEWAY_NATS_USER": "gw", "GATEWAY_NATS_PASSWORD_FILE": pwFile}, wantCode: exitOK},
+		{name: "no credentials", server: "password", wantCode: exitError, wantErr: "Authorization Violation"},
+		{name: "wrong password", server: "password", args: []string{"--nats-user", "gw", "--nats-password", "guess"}, wantCode: exitError, wantErr: "Authorization Violation"},
+		{name: "user without password", server: "password", args: []string{"--nats-user", "gw"}, wantCode: exitUsage, wantErr: "--nats-user needs --nats-password"},
+		{name: "seed file", server: "nkey", args: []string{"--nats-nkey-seed-file", seedFile}, wantCode: exitOK},
+		{name: "seed file from env", server: "nkey", env: map[string]string{"GATEWAY_NATS_NKEY_SEED_FILE": seedFile}, wantCode: exitOK},
+		{name: "nkey server, no credentials", server: "nkey", wantCode: exitError, wantErr: "Authorization Violation"},
+		{name: "another nkey", server: "nkey", args: []string{"--nats-nkey-seed-file", otherFile}, wantCode: exitError, wantErr: "Authorization Violation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			setNatsEnv(t, c.env)
+			code, out, errOut := ledgerctl(t, append([]string{"audit", "--quiet", "--nats", urls[c.server]}, c.args...)...)
+			assert.Equal(t, c.wantCode, code, "stdout %q stderr %q", out, errOut)
+			if c.wantCode == exitOK {
+				assert.Contains(t, out, "RESULT: PASS (2 sites")
+			}
+			assert.Contains(t, errOut, c.wantErr)
+		})
+	}
+
+	// --data reads offline: credentials in the environment are not used.
+	setNatsEnv(t, map[string]string{"GATEWAY_NATS_PASSWORD_FILE": filepath.Join(dir, "missing")})
+	code, _, errOut := ledgerctl(t, "events", "--site", "s1", "--data", filepath.Join(dir, "no-ledger"))
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "no ledger stream")
+}
+
+// TestRun_auditAgainstGateway builds and starts the gateway with its
+// embedded server exposed and credentials required, creates a site through
+// it, and audits it online: with the gateway's credentials the audit
+// passes, without them ledgerctl cannot read the store.
+func TestRun_auditAgainstGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the gateway")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "gateway")
+	out, err := exec.Command("go", "build", "-o", bin, "gateway/cmd/gateway").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	natsAddr, httpAddr := freeAddr(t), freeAddr(t)
+	pwFile := secretFile(t, dir, "nats-password", "gateway-nats-pw\n")
+	const token = "ledgerctl-test-admin-token-0123456789"
+	gw := exec.Command(bin, "--http", httpAddr, "--data", filepath.Join(dir, "data"), "--admin-token", token,
+		"--nats-listen", natsAddr, "--nats-user", "gw", "--nats-password-file", pwFile, "--log-level", "warn")
+	var log bytes.Buffer
+	gw.Stdout, gw.Stderr = &log, &log
+	require.NoError(t, gw.Start())
+	t.Cleanup(func() {
+		_ = gw.Process.Kill()
+		_ = gw.Wait()
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", log.String())
+		}
+	})
+	base := "http://" + httpAddr
+	deadline := time.Now().Add(60 * time.Second)
+	for !ready(base) {
+		require.True(t, time.Now().Before(deadline), "gateway not ready")
+		time.Sleep(50 * time.Millisecond)
+	}
+	req, err := http.NewRequest(http.MethodPost, base+"/ops/v1/sites", strings.NewReader(`{"name":"Audited"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+
+	setNatsEnv(t, nil)
+	args := []string{"audit", "--quiet", "--nats", "nats://" + natsAddr, "--gateway", base, "--token", token}
+	code, stdout, errOut := ledgerctl(t, append(args, "--nats-user", "gw", "--nats-password-file", pwFile)...)
+	assert.Equal(t, exitOK, code, "stdout %q stderr %q", stdout, errOut)
+	assert.Contains(t, stdout, "RESULT: PASS (1 sites")
+	assert.Contains(t, stdout, "[pass] gateway")
+
+	code, _, errOut = ledgerctl(t, args...)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "Authorization Violation")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// ready reports whether the gateway at base answers /readyz with 200.
+func ready(base string) bool {
+	res, err := http.Get(base + "/readyz")
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
 }

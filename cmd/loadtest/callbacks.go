@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -393,6 +394,18 @@ func pendingDeposits(ctx context.Context, base, bank string, sites []site, cfg l
 	return txs, idx, nil
 }
 
+// natsCredentials writes a random NATS password into dir and returns the
+// flags that give it to the gateway and the dispatcher: the gateway exposes
+// its embedded server (--nats-listen) only with credentials, and a file
+// keeps the password out of the process list and the logged command lines.
+func natsCredentials(dir string) ([]string, error) {
+	file := filepath.Join(dir, "nats-password")
+	if err := os.WriteFile(file, []byte(randomHex(24)+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("nats password: %w", err)
+	}
+	return []string{"--nats-user", "loadtest", "--nats-password-file", file}, nil
+}
+
 // runCallbacks is one run of the callbacks mode.
 func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunReport) error {
 	rcv, err := startReceiver()
@@ -404,7 +417,11 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	if err != nil {
 		return err
 	}
-	g, base, token, err := spawnGateway(ctx, o, dir, r, "--callbacks=false", "--nats-listen", natsAddr)
+	natsCreds, err := natsCredentials(dir)
+	if err != nil {
+		return err
+	}
+	g, base, token, err := spawnGateway(ctx, o, dir, r, append([]string{"--callbacks=false", "--nats-listen", natsAddr}, natsCreds...)...)
 	if err != nil {
 		return err
 	}
@@ -439,8 +456,8 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	switch o.dispatcher {
 	case "standalone":
 		start = time.Now()
-		p, err := startProc("dispatcher", o.gateway, []string{"callbacks", "--nats", "nats://" + natsAddr,
-			"--callback-allow-private"}, filepath.Join(dir, "dispatcher.log"))
+		p, err := startProc("dispatcher", o.gateway, append([]string{"callbacks", "--nats", "nats://" + natsAddr,
+			"--callback-allow-private"}, natsCreds...), filepath.Join(dir, "dispatcher.log"))
 		if err != nil {
 			return err
 		}

@@ -344,7 +344,7 @@ func spawnGateway(ctx context.Context, o options, dir string, r int, extra ...st
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, "", "", err
 	}
-	token := randomHex(24)
+	token := randomHex(24) // 48 characters: the gateway wants at least 32
 	g := &gatewayProc{
 		bin:  o.gateway,
 		args: append([]string{"--http", addr, "--data", data, "--admin-token", token, "--sync", o.sync, "--callback-allow-private"}, extra...),

@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -20,6 +21,11 @@ type ServerConfig struct {
 	SyncAlways bool
 	// Listen exposes the client port ("host:port"); empty: in-process only.
 	Listen string
+	// Auth is the only credential the server accepts, on the port and in
+	// process alike; the zero Auth accepts anyone. An exposed port without
+	// it lets whoever reaches the port read every site's secrets, so the
+	// gateway refuses that unless told it is meant (--nats-listen-insecure).
+	Auth Auth
 }
 
 // RunServer starts an embedded nats-server and waits until it accepts
@@ -50,6 +56,9 @@ func RunServer(c ServerConfig) (*server.Server, error) {
 		}
 		opts.Host, opts.Port = host, p
 	}
+	if err := c.Auth.configure(opts); err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
@@ -62,9 +71,11 @@ func RunServer(c ServerConfig) (*server.Server, error) {
 	return s, nil
 }
 
-// ConnectInProcess connects to an embedded server without a socket.
-func ConnectInProcess(s *server.Server, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1))
+// ConnectInProcess connects to an embedded server without a socket. A
+// server with ServerConfig.Auth wants it here too: pass Auth.Options.
+func ConnectInProcess(s *server.Server, name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.InProcessServer(s), nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectBufSize(-1)}, opts...)
+	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect embedded nats: %w", err)
 	}
@@ -73,8 +84,10 @@ func ConnectInProcess(s *server.Server, name string) (*nats.Conn, error) {
 
 // Dial connects once to an external server or cluster, for one-shot tools
 // (ledgerctl): no server answering is an error at once, not a retry loop.
-func Dial(urls, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(urls, nats.Name(name), nats.ReconnectBufSize(-1))
+// opts are typically Auth.Options.
+func Dial(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.Name(name), nats.ReconnectBufSize(-1)}, opts...)
+	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect nats %s: %w", urls, err)
 	}
@@ -86,10 +99,18 @@ func Dial(urls, name string) (*nats.Conn, error) {
 //
 // Publishes are never buffered while disconnected (ReconnectBufSize -1): a
 // buffered append would reach the stream after its caller was told it
-// failed.
-func Connect(urls, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(urls, nats.Name(name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(250*time.Millisecond), nats.ReconnectBufSize(-1))
+// failed. opts are typically Auth.Options.
+//
+// A server that refuses the credentials is an error at once: that is a
+// configuration to fix, not an outage to wait out.
+func Connect(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(-1)}, opts...)
+	nc, err := nats.Connect(urls, opts...)
+	if err != nil && !errors.Is(err, nats.ErrAuthorization) {
+		// No server answering yet: keep trying in the background.
+		nc, err = nats.Connect(urls, append(opts, nats.RetryOnFailedConnect(true))...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connect nats %s: %w", urls, err)
 	}
