@@ -1,6 +1,9 @@
 package ledger
 
-import "gateway/ids"
+import (
+	"gateway/aggregates"
+	"gateway/ids"
+)
 
 // QueueState reports how many commands wait in a site's queue and whether
 // its committer goroutine runs. Tests use it to know, without sleeping, that
@@ -13,4 +16,17 @@ func QueueState(l *Ledger, siteID ids.SiteID) (queued int, running bool) {
 	e.qmu.Lock()
 	defer e.qmu.Unlock()
 	return len(e.queue), e.running
+}
+
+// AdoptConfig makes an entry for id holding cfg and publishes it, as a
+// message of site id changing its settings to cfg would.
+func AdoptConfig(l *Ledger, id ids.SiteID, cfg *aggregates.Config) {
+	e, err := l.entry(id, true)
+	if err != nil {
+		panic(err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.mutate(func() error { e.state.Cfg = cfg; return nil })
+	l.published(e)
 }
