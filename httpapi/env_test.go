@@ -72,6 +72,8 @@ type stackOptions struct {
 	reads *atomic.Int64
 	// hostedRate is httpapi.Config.HostedRateLimit.
 	hostedRate int64
+	// limiterNow is httpapi.Config.Now, the rate limiters' clock.
+	limiterNow func() time.Time
 }
 
 // countingStore is the real store, counting its reads.
@@ -138,7 +140,7 @@ func (e *env) newStack(o stackOptions) *stack {
 		st.Callbacks, stopDispatcher = e.startDispatcher(*o.dispatcher, store, led, reader, log)
 	}
 	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
-		AppVersion: "test", StoreReady: store.Ping, Callbacks: st.Callbacks, Logger: log, HostedRateLimit: o.hostedRate})
+		AppVersion: "test", StoreReady: store.Ping, Callbacks: st.Callbacks, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow})
 	srv.Config.Handler = api
 	t.Cleanup(func() {
 		srv.Close()

@@ -3,11 +3,14 @@ package httpapi_test
 import (
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"time"
 )
 
 // page fetches a hosted page without any credentials.
@@ -151,4 +154,88 @@ func TestHostedPage(t *testing.T) {
 		require.Contains(t, body, "&lt;i&gt;Esc&lt;/i&gt;")
 	})
 	_ = banks
+}
+
+// A wrong or missing token answers the page's own not-found page, in the
+// language the browser asks for, never plain text and never a trace of the
+// deposit.
+func TestHostedPage_notFoundIsLocalized(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(map[string]any{"hostedPage": true}, 0)
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "nf", "nf-u", 25000)))
+	require.NotNil(t, d.URL)
+	bad := s.URL + "/pay/" + d.TransactionID + "?t=wrong"
+	tests := []struct {
+		name, url, acceptLang, wantLang, dir, text string
+	}{
+		{"english by default", bad, "", "en", "ltr", "Payment page not found"},
+		{"arabic", bad, "ar-IQ,ar;q=0.9,en;q=0.5", "ar", "rtl", "صفحة الدفع غير موجودة"},
+		{"sorani kurdish", bad, "ckb-IQ", "ku", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
+		{"first supported language", bad, "fr-FR,ku;q=0.8,ar;q=0.7", "ku", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
+		{"lang parameter wins", bad + "&lang=ar", "en", "ar", "rtl", "صفحة الدفع غير موجودة"},
+		{"missing token", s.URL + "/pay/" + d.TransactionID, "ar", "ar", "rtl", "صفحة الدفع غير موجودة"},
+		{"malformed id", s.URL + "/pay/%2A-1?t=x", "", "en", "ltr", "Payment page not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", tc.url, nil)
+			require.NoError(t, err)
+			if tc.acceptLang != "" {
+				req.Header.Set("Accept-Language", tc.acceptLang)
+			}
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer res.Body.Close()
+			b, err := io.ReadAll(res.Body)
+			require.NoError(t, err)
+			body := string(b)
+			assert.Equal(t, 404, res.StatusCode)
+			assert.Equal(t, "text/html; charset=utf-8", res.Header.Get("Content-Type"))
+			assert.Equal(t, "no-store", res.Header.Get("Cache-Control"))
+			assert.Contains(t, body, `<html lang="`+tc.wantLang+`" dir="`+tc.dir+`">`)
+			assert.Contains(t, body, tc.text)
+			assert.NotContains(t, body, d.BankAccountIban)
+			assert.NotContains(t, body, "25000")
+		})
+	}
+}
+
+// Each client address has its own budget of hosted page requests; past it
+// the page answers 429 with Retry-After, and other addresses are not
+// affected.
+func TestHostedPage_rateLimitedPerClient(t *testing.T) {
+	e := newEnv(t)
+	proxy := netip.MustParsePrefix("127.0.0.0/8")
+	// The limiters' clock stands still: nothing refills during the test.
+	frozen := time.Now()
+	s := e.newStack(stackOptions{hostedRate: 2, trusted: []netip.Prefix{proxy}, limiterNow: func() time.Time { return frozen }})
+	s.seedBanks()
+	st := s.newSite(map[string]any{"hostedPage": true}, 0)
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "rl", "rl-u", 25000)))
+	get := func(client string) *http.Response {
+		req, err := http.NewRequest("GET", *d.URL, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-For", client)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res
+	}
+	// Burst twice the rate: four requests pass, the fifth does not.
+	for i := range 4 {
+		assert.Equal(t, 200, get("203.0.113.7").StatusCode, "request %d", i)
+	}
+	res := get("203.0.113.7")
+	assert.Equal(t, 429, res.StatusCode, "past the burst the client is refused")
+	assert.Equal(t, "1", res.Header.Get("Retry-After"))
+	assert.Equal(t, 200, get("198.51.100.9").StatusCode, "another client has its own budget")
+	assert.Equal(t, 200, get("2001:db8:1:2::1").StatusCode)
+	// An IPv6 client's whole /64 shares one budget.
+	for i := range 3 {
+		assert.Equal(t, 200, get("2001:db8:1:2::"+itoa(int64(i+2))).StatusCode)
+	}
+	assert.Equal(t, 429, get("2001:db8:1:2::ff").StatusCode)
+	assert.Equal(t, 200, get("2001:db8:1:3::1").StatusCode)
 }

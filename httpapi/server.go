@@ -35,6 +35,8 @@ type Config struct {
 	// address (an IPv6 /64), burst twice that; 0 means
 	// DefaultHostedRateLimit, negative means no limit.
 	HostedRateLimit int64
+	// Now is the rate limiters' clock (time.Now when nil).
+	Now func() time.Time
 	// Callbacks serves /ops/v1/callbacks when set (the dispatcher may run
 	// in this process or another; its state is in JetStream either way).
 	Callbacks *callbacks.Dispatcher
@@ -72,7 +74,10 @@ func New(cfg Config) *Server {
 	if cfg.HostedRateLimit == 0 {
 		cfg.HostedRateLimit = DefaultHostedRateLimit
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(time.Now)}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(cfg.Now)}
 	r := chi.NewRouter()
 	r.Use(withRequestID, s.recoverer, s.deadline)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
