@@ -338,6 +338,7 @@ func loadSnapshots(ctx context.Context, src Source, site string) (out map[string
 		}(id)
 	}
 	wg.Wait()
+	slices.Sort(bad)
 	return out, bad, firstErr
 }
 

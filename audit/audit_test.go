@@ -477,3 +477,45 @@ func TestAudit_checkpointPromise(t *testing.T) {
 	c := check(t, rep, gen.Sites[1].ID, audit.CheckLiveModel)
 	assert.Contains(t, c.Problems[0].Message, fmt.Sprintf("before the checkpoint at seq %d, which promises one", rep.Checkpoint))
 }
+
+// TestAudit_subjectsAndSnapshotsWithInvalidIDs: damage written before ids
+// were parsed at the edge is found: a message on a site-like subject whose
+// last token is no site id (a dotted id made it several tokens), and
+// snapshots named after wildcard ids.
+func TestAudit_subjectsAndSnapshotsWithInvalidIDs(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.generate(t, audit.GenOptions{Events: 200, Sites: 1, Seed: 3})
+	p := &events.TreasuryAdjusted{Amount: 1, Reason: "x"}
+	data, _, err := events.Seal([32]byte{}, []events.Event{{Name: p.EventName(), Time: 1, Actor: "op", Payload: p}})
+	require.NoError(t, err)
+	_, err = e.st.Append(ctx, "ledger.site.a.b", 0, data)
+	require.NoError(t, err)
+	for _, name := range []string{"site-*", "site->"} {
+		require.NoError(t, e.st.SaveSnapshot(ctx, name, 1, []byte("x")))
+	}
+
+	rep := e.runAudit(t, audit.Options{})
+	assert.ElementsMatch(t, []string{"ledger.site.a.b/" + audit.CheckSubject, "/" + audit.CheckSnapshots}, failed(rep))
+	var sub *audit.SubjectReport
+	for i := range rep.Subjects {
+		if rep.Subjects[i].Subject == "ledger.site.a.b" {
+			sub = &rep.Subjects[i]
+		}
+	}
+	require.NotNil(t, sub, "the subject is reported")
+	c, ok := sub.Check(audit.CheckSubject)
+	require.True(t, ok)
+	assert.Contains(t, c.Problems[0].Message, "is not a site subject")
+	var snaps audit.Check
+	for _, c := range rep.Checks {
+		if c.Name == audit.CheckSnapshots {
+			snaps = c
+		}
+	}
+	require.Len(t, snaps.Problems, 2)
+	assert.Contains(t, snaps.Problems[0].Message, `"site-*"`)
+	assert.Contains(t, snaps.Problems[1].Message, `"site->"`)
+	_, isSite := rep.Site("a.b")
+	assert.False(t, isSite, "no site is made of it")
+}
