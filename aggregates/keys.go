@@ -2,6 +2,8 @@ package aggregates
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 
 	"gateway/events"
 	"gateway/ids"
@@ -84,6 +86,12 @@ func (a AdjustmentAnswer) Available() int64 {
 func (s *Site) KeyedAdjustment(key string) (AdjustmentAnswer, bool) {
 	a, ok := s.adjusted[key]
 	return a, ok
+}
+
+// KeyedAdjustments returns every keyed adjustment's answer by key, in no
+// particular order (audits compare them; the map is the site's own).
+func (s *Site) KeyedAdjustments() iter.Seq2[string, AdjustmentAnswer] {
+	return maps.All(s.adjusted)
 }
 
 // CreatedAs returns the site's settings as its creation answered them when
