@@ -403,27 +403,36 @@ func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	cfg, ok := s.cfg.Ledger.SiteConfig(id)
-	if key != "" {
-		// The first answer and every repeat show the site as created,
-		// whatever was updated or rotated since.
-		cfg, ok = nil, false
-		if err := s.cfg.Ledger.View(id, func(st *aggregates.Site) error {
-			cfg = st.CreatedAs()
-			return nil
-		}); err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		ok = cfg != nil
-	}
-	if !ok {
-		s.writeErr(w, r, fmt.Errorf("site %s missing after creation", id))
+	cfg, err := s.createdSite(ctx, id, key != "")
+	if err != nil {
+		s.writeErr(w, r, err)
 		return
 	}
 	v := viewSite(id, cfg)
 	v.Secret, v.WebhookSecret = cfg.Secret, cfg.WebhookSecret
 	s.writeData(w, r, v)
+}
+
+// createdSite returns the settings a site creation answers with: for a
+// keyed creation, the site as it was created, so that the first answer and
+// every repeat are the same whatever was updated or rotated since; else
+// the site as it now is.
+func (s *Server) createdSite(ctx context.Context, id ids.SiteID, keyed bool) (*aggregates.Config, error) {
+	var cfg *aggregates.Config
+	if keyed {
+		if err := s.cfg.Ledger.ViewCtx(ctx, id, func(st *aggregates.Site) error {
+			cfg = st.CreatedAs()
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg, _ = s.cfg.Ledger.SiteConfig(id)
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("site %s missing after creation", id)
+	}
+	return cfg, nil
 }
 
 func (s *Server) listSites(w http.ResponseWriter, r *http.Request) {
