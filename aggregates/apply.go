@@ -24,6 +24,9 @@ type journal struct {
 	users    []userUndo
 	rotation []rotUndo
 	reasons  []reasonUndo
+	// adjusted lists the adjustment keys recorded in the batch.
+	adjusted []string
+	created  *Config
 }
 
 type txUndo struct {
@@ -54,7 +57,7 @@ type reasonUndo struct {
 // Begin starts a batch: events applied until Commit or Rollback can be undone.
 func (s *Site) Begin() {
 	s.j = &journal{seq: s.Seq, hash: s.Hash, balance: s.Balance, pending: s.PendingWithdrawals,
-		cfg: s.Cfg, nTxs: len(s.Txs), arena: uint32(len(s.pids.arena))}
+		cfg: s.Cfg, created: s.created, nTxs: len(s.Txs), arena: uint32(len(s.pids.arena))}
 }
 
 // Commit ends a batch whose events were stored in the message at seq, whose
@@ -71,6 +74,9 @@ func (s *Site) Commit(seq uint64, last [32]byte) {
 func (s *Site) Rollback() {
 	j := s.j
 	s.j = nil
+	for _, key := range j.adjusted {
+		delete(s.adjusted, key)
+	}
 	for k := len(j.reasons) - 1; k >= 0; k-- {
 		u := j.reasons[k]
 		if u.had {
@@ -95,7 +101,7 @@ func (s *Site) Rollback() {
 	s.pids.truncate(s.Txs, j.nTxs, j.arena)
 	clear(s.Txs[j.nTxs:])
 	s.Txs = s.Txs[:j.nTxs]
-	s.Seq, s.Hash, s.Balance, s.PendingWithdrawals, s.Cfg = j.seq, j.hash, j.balance, j.pending, j.cfg
+	s.Seq, s.Hash, s.Balance, s.PendingWithdrawals, s.Cfg, s.created = j.seq, j.hash, j.balance, j.pending, j.cfg, j.created
 }
 
 // ApplyMessage folds a stored message (all of its events) into the state.
@@ -163,7 +169,11 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 	case *events.SiteCreated:
 		s.Cfg = &Config{Name: p.Name, AppKey: p.AppKey, Secret: p.Secret, WebhookSecret: p.WebhookSecret,
 			NegativeLimit: p.NegativeLimit, IPAllowlist: p.IPAllowlist, CallbackURL: p.CallbackURL,
-			HostedPage: p.HostedPage, DepositTTLSeconds: p.DepositTTLSeconds, RateLimit: p.RateLimit, CreatedAt: e.Time}
+			HostedPage: p.HostedPage, DepositTTLSeconds: p.DepositTTLSeconds, RateLimit: p.RateLimit, CreatedAt: e.Time,
+			IdempotencyKey: p.IdempotencyKey, RequestHash: p.RequestHash}
+		if p.IdempotencyKey != "" {
+			s.created = s.Cfg
+		}
 	case *events.SiteUpdated:
 		c := *s.Cfg
 		if p.Name != nil {
@@ -198,6 +208,9 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 		s.Cfg = &c
 	case *events.TreasuryAdjusted:
 		s.Balance += p.Amount
+		if p.IdempotencyKey != "" {
+			s.recordAdjustment(p)
+		}
 	case *events.DepositRequested:
 		user := s.userKey(p.UserID)
 		i := s.addTx(p.ProcessID, p.UserID, Tx{Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,

@@ -23,6 +23,14 @@ type Bank struct {
 	Withdraw       bool
 	Enabled        bool
 	Accounts       []events.Account
+	// IdempotencyKey and RequestHash are those of the request that
+	// created the method ("" when it had no Idempotency-Key).
+	IdempotencyKey string
+	RequestHash    string
+
+	// created is the method as its keyed creation answered it (nil when
+	// created without a key); an update copies the pointer along.
+	created *Bank
 }
 
 // LocalName returns the display name in lang (en, ar or ku), falling back to
@@ -81,7 +89,9 @@ func (c *Catalog) Resolve(idOrCode string) (*Bank, bool) {
 	return b, ok
 }
 
-// CreateBank adds a method. ID is chosen by the caller (ids are passed in).
+// CreateBank adds a method. ID is chosen by the caller (ids are passed in):
+// with an IdempotencyKey it must be ids.BankForKey(IdempotencyKey), and
+// RequestHash is the SHA-256 (hex) of the request body.
 type CreateBank struct {
 	ID             string
 	Code           string
@@ -92,6 +102,8 @@ type CreateBank struct {
 	Deposit        bool
 	Withdraw       bool
 	Accounts       []events.Account
+	IdempotencyKey string
+	RequestHash    string
 }
 
 // UpdateBank changes some of a method's settings; nil fields are unchanged.
@@ -108,8 +120,20 @@ type UpdateBank struct {
 
 const maxCodeLen = 32
 
-// DecideCreateBank validates a new method.
+// DecideCreateBank validates a new method. A repeat of a keyed creation
+// (the method exists with this key and request hash) decides no events and
+// no error: the method as created is the answer (Bank.AsCreated). It is
+// recognised before anything else, so the method's own code does not
+// refuse it.
 func (c *Catalog) DecideCreateBank(cmd CreateBank, now time.Time, actor string) ([]events.Event, error) {
+	if cmd.IdempotencyKey != "" {
+		if err := checkKeyed(cmd.IdempotencyKey, cmd.RequestHash); err != nil {
+			return nil, err
+		}
+		if seen, err := c.decideKeyedBank(cmd); seen || err != nil {
+			return nil, err
+		}
+	}
 	if cmd.Code == "" || len(cmd.Code) > maxCodeLen || strings.IndexFunc(cmd.Code, notCodeRune) >= 0 {
 		return nil, fieldErr("code", ErrInvalidRequest, "code must be 1 to %d letters, digits, '_' or '-'", maxCodeLen)
 	}
@@ -134,7 +158,7 @@ func (c *Catalog) DecideCreateBank(cmd CreateBank, now time.Time, actor string) 
 	return []events.Event{{Name: events.BankCreatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankCreated{
 		BankID: cmd.ID, Code: cmd.Code, Name: cmd.Name, IdentifierKind: cmd.IdentifierKind,
 		MinAmount: cmd.MinAmount, MaxAmount: cmd.MaxAmount, Deposit: cmd.Deposit, Withdraw: cmd.Withdraw,
-		Accounts: cmd.Accounts,
+		Accounts: cmd.Accounts, IdempotencyKey: cmd.IdempotencyKey, RequestHash: cmd.RequestHash,
 	}}}, nil
 }
 
@@ -212,7 +236,11 @@ func (c *Catalog) Apply(e events.Event) {
 	case *events.BankCreated:
 		kind, _ := recipient.ParseKind(p.IdentifierKind)
 		b := &Bank{ID: p.BankID, Code: p.Code, Name: p.Name, IdentifierKind: kind, MinAmount: p.MinAmount,
-			MaxAmount: p.MaxAmount, Deposit: p.Deposit, Withdraw: p.Withdraw, Enabled: true, Accounts: p.Accounts}
+			MaxAmount: p.MaxAmount, Deposit: p.Deposit, Withdraw: p.Withdraw, Enabled: true, Accounts: p.Accounts,
+			IdempotencyKey: p.IdempotencyKey, RequestHash: p.RequestHash}
+		if p.IdempotencyKey != "" {
+			b.created = b
+		}
 		c.banks = append(c.banks, b)
 		c.byID[b.ID] = b
 		c.byCode[b.Code] = b

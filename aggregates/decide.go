@@ -31,12 +31,17 @@ type SiteSettings struct {
 	RateLimit         *int64
 }
 
-// CreateSite opens a site. Ids and secrets are chosen by the caller.
+// CreateSite opens a site. Ids and secrets are chosen by the caller. With
+// an IdempotencyKey the site must be the one ids.SiteForKey derives, and
+// RequestHash is the SHA-256 (hex) of the request body: a repeat of the
+// key finds the site and answers as the first request did.
 type CreateSite struct {
-	AppKey        string
-	Secret        string
-	WebhookSecret string
-	Settings      SiteSettings
+	AppKey         string
+	Secret         string
+	WebhookSecret  string
+	Settings       SiteSettings
+	IdempotencyKey string
+	RequestHash    string
 }
 
 // UpdateSite changes settings.
@@ -50,10 +55,14 @@ type RotateSecret struct {
 	Overlap time.Duration
 }
 
-// AdjustTreasury credits or debits the treasury.
+// AdjustTreasury credits or debits the treasury. With an IdempotencyKey
+// (RequestHash is the SHA-256, hex, of the request body) a repeat of the key
+// moves nothing and is answered with the first adjustment's balance.
 type AdjustTreasury struct {
-	Amount int64
-	Reason string
+	Amount         int64
+	Reason         string
+	IdempotencyKey string
+	RequestHash    string
 }
 
 // Request holds the fields common to deposits and withdrawals.
@@ -136,7 +145,9 @@ type Decision struct {
 	// Tx is the index of the transaction concerned, or -1.
 	Tx int32
 	// Repeat is true when a processId was repeated with the same
-	// parameters: the stored transaction is the answer.
+	// parameters (the stored transaction is the answer), or an
+	// Idempotency-Key with the same body (the first answer, kept in the
+	// state, is the answer: see KeyedAdjustment and CreatedAs).
 	Repeat bool
 	// AlreadyPending is true when the end user already had a pending
 	// deposit, which is the answer.
@@ -187,13 +198,20 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		}
 		return one(-1, &events.SiteSecretRotated{Secret: c.Secret, PreviousValidUntil: until})
 	case AdjustTreasury:
+		if err := checkKeyed(c.IdempotencyKey, c.RequestHash); err != nil {
+			return Decision{Tx: -1}, err
+		}
+		if d, seen, err := s.decideKeyedAdjustment(c); seen {
+			return d, err
+		}
 		if c.Amount == 0 || c.Amount > maxAmount || c.Amount < -maxAmount {
 			return Decision{Tx: -1}, fieldErr("amount", ErrInvalidRequest, "amount must be a non-zero integer")
 		}
 		if strings.TrimSpace(c.Reason) == "" || len(c.Reason) > maxTextLen {
 			return Decision{Tx: -1}, fieldErr("reason", ErrInvalidRequest, "reason is required (at most %d bytes)", maxTextLen)
 		}
-		return one(-1, &events.TreasuryAdjusted{Amount: c.Amount, Reason: c.Reason})
+		return one(-1, &events.TreasuryAdjusted{Amount: c.Amount, Reason: c.Reason,
+			IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash})
 	case RequestDeposit:
 		return s.decideDeposit(c, now, ev)
 	case RequestWithdrawal:
@@ -295,8 +313,11 @@ func checkReason(r string) error {
 }
 
 func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision, error) {
+	if err := s.checkKeyedSite(c); err != nil {
+		return Decision{Tx: -1}, err
+	}
 	if s.Created() {
-		return Decision{Tx: -1}, ErrSiteExists
+		return s.decideCreateAgain(c)
 	}
 	st := c.Settings
 	if st.Name == nil || strings.TrimSpace(*st.Name) == "" {
@@ -306,7 +327,8 @@ func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision
 		return Decision{Tx: -1}, err
 	}
 	p := &events.SiteCreated{SiteID: string(s.ID), Name: *st.Name, AppKey: c.AppKey, Secret: c.Secret,
-		WebhookSecret: c.WebhookSecret, DepositTTLSeconds: DefaultDepositTTLSeconds}
+		WebhookSecret: c.WebhookSecret, DepositTTLSeconds: DefaultDepositTTLSeconds,
+		IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash}
 	if st.NegativeLimit != nil {
 		p.NegativeLimit = *st.NegativeLimit
 	}

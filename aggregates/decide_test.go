@@ -137,6 +137,10 @@ type siteState struct {
 	Rotation      any
 	Reasons       any
 	PendingDeps   []int32
+	// Adjusted and CreatedAs are what repeats of Idempotency-Keys are
+	// answered with.
+	Adjusted  map[string]AdjustmentAnswer
+	CreatedAs *Config
 }
 
 func observe(s *Site) siteState {
@@ -146,6 +150,14 @@ func observe(s *Site) siteState {
 	if s.Cfg != nil {
 		st.Cfg = *s.Cfg
 		st.Cfg.IPAllowlist = slices.Clone(s.Cfg.IPAllowlist)
+	}
+	if len(s.adjusted) > 0 {
+		st.Adjusted = maps.Clone(s.adjusted)
+	}
+	if s.created != nil {
+		c := *s.created
+		c.IPAllowlist = slices.Clone(c.IPAllowlist)
+		st.CreatedAs = &c
 	}
 	if st.Txs == nil {
 		st.Txs = []Tx{}
@@ -1677,6 +1689,15 @@ func TestRollback(t *testing.T) {
 			func(f *fixture) Command { return RotateSecret{Secret: "s9", Overlap: time.Hour} },
 			func(f *fixture) Command { return RotateSecret{Webhook: true, Secret: "w9", Overlap: time.Hour} },
 			func(f *fixture) Command { return AdjustTreasury{Amount: -777, Reason: "fee"} },
+		}},
+		{"keyed adjustments", nil, []func(f *fixture) Command{
+			func(f *fixture) Command {
+				return AdjustTreasury{Amount: 500, Reason: "r", IdempotencyKey: "k1", RequestHash: "h1"}
+			},
+			func(f *fixture) Command { return f.wdReq("n1", "u8", 2000) },
+			func(f *fixture) Command {
+				return AdjustTreasury{Amount: -5, Reason: "r", IdempotencyKey: "k2", RequestHash: "h2"}
+			},
 		}},
 		{"first use of a new bank", nil, []func(f *fixture) Command{
 			func(f *fixture) Command {

@@ -20,6 +20,9 @@ var (
 	ErrSiteExists          = errors.New("site already exists")
 	ErrSiteNotFound        = errors.New("site not found")
 	ErrBankExists          = errors.New("bank code already exists")
+	// ErrIdempotencyConflict refuses an operator write whose
+	// Idempotency-Key was already used with a different request body.
+	ErrIdempotencyConflict = errors.New("idempotency key already used with a different request")
 	// ErrForeignEvent refuses a stored message that is not this site's.
 	ErrForeignEvent = errors.New("event does not belong to this site")
 )

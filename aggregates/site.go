@@ -131,6 +131,10 @@ type Config struct {
 	DepositTTLSeconds      int64
 	RateLimit              int64
 	CreatedAt              int64
+	// IdempotencyKey and RequestHash are those of the request that
+	// created the site ("" when it had no Idempotency-Key).
+	IdempotencyKey string
+	RequestHash    string
 }
 
 // DefaultDepositTTLSeconds is the deposit validity when a site sets none.
@@ -164,7 +168,15 @@ type Site struct {
 	rotation map[string]uint64
 	reasons  map[int32]string
 	intern   map[string]string
-	j        *journal
+	// adjusted holds the answers of keyed treasury adjustments by key;
+	// nil until the first (they are rare, and cost nothing per
+	// transaction).
+	adjusted map[string]AdjustmentAnswer
+	// created is Cfg as the site's keyed creation answered it (nil when
+	// created without a key); Cfg is replaced, never changed, so the two
+	// share one value until the first update.
+	created *Config
+	j       *journal
 }
 
 // NewSite returns the empty state of site id, before its creation event.

@@ -18,7 +18,10 @@ import (
 // processIds in an arena). Version 4: a deposit's userId follows its
 // processId in the arena, and the pending-deposit index is stored as the
 // list of indexed deposits, its maps rebuilt from the arena on load.
-const snapshotVersion = 4
+// Version 5: the settings hold the key and request hash the site was
+// created with, and the snapshot holds the settings as a keyed creation
+// answered them and the answers of keyed treasury adjustments.
+const snapshotVersion = 5
 
 type siteSnapshot struct {
 	Version int     `msgpack:"v"`
@@ -34,6 +37,10 @@ type siteSnapshot struct {
 	ProcessIDs      []byte            `msgpack:"pids"`
 	Rotation        map[string]uint64 `msgpack:"rotation"`
 	Reasons         map[int32]string  `msgpack:"reasons"`
+	// Created is the settings as a keyed creation answered them.
+	Created *Config `msgpack:"created,omitempty"`
+	// Adjusted are the answers of keyed treasury adjustments, by key.
+	Adjusted map[string]AdjustmentAnswer `msgpack:"adjusted,omitempty"`
 }
 
 // MarshalSnapshot encodes the committed state. It must not be called while
@@ -44,7 +51,7 @@ func (s *Site) MarshalSnapshot() ([]byte, error) {
 	slices.Sort(pending)
 	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: string(s.ID), Cfg: s.Cfg, Seq: s.Seq, Hash: s.Hash[:],
 		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingDeposits: pending, ProcessIDs: s.pids.arena,
-		Rotation: s.rotation, Reasons: s.reasons})
+		Rotation: s.rotation, Reasons: s.reasons, Created: s.created, Adjusted: s.adjusted})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot site %s: %w", s.ID, err)
 	}
@@ -100,5 +107,17 @@ func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, error) {
 	for k, v := range snap.Reasons {
 		s.reasons[k] = v
 	}
+	for k := range snap.Adjusted {
+		if CheckIdempotencyKey(k) != nil {
+			return nil, fmt.Errorf("site snapshot %s: adjustment key %q is no Idempotency-Key", snap.ID, k)
+		}
+	}
+	if len(snap.Adjusted) > 0 {
+		s.adjusted = snap.Adjusted
+	}
+	if snap.Created != nil && snap.Cfg == nil {
+		return nil, fmt.Errorf("site snapshot %s: settings as created without settings", snap.ID)
+	}
+	s.created = snap.Created
 	return s, nil
 }

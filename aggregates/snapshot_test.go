@@ -313,6 +313,9 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 		{"pending withdrawal", good(func(s *siteSnapshot) { s.Txs[0].Kind = KindWithdrawal })},
 		{"pending deposit without a userId", good(func(s *siteSnapshot) { s.ProcessIDs = []byte{2, 'p', '1', 0} })},
 		{"pending deposit under another key", good(func(s *siteSnapshot) { s.Txs[0].User++ })},
+		{"adjustment under no key", good(func(s *siteSnapshot) { s.Adjusted = map[string]AdjustmentAnswer{"": {RequestHash: "h"}} })},
+		{"adjustment under a key with a newline", good(func(s *siteSnapshot) { s.Adjusted = map[string]AdjustmentAnswer{"a\nb": {RequestHash: "h"}} })},
+		{"settings as created without settings", good(func(s *siteSnapshot) { s.Created = &Config{Name: "x"} })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -93,6 +93,9 @@ func TestAudit_generatedHistory(t *testing.T) {
 		assert.Equal(t, audit.Pass, check(t, rep, g.ID, audit.CheckGateway).Status)
 		live := check(t, rep, g.ID, audit.CheckLiveModel)
 		assert.Equal(t, audit.Pass, live.Status, live.Detail)
+		keys := check(t, rep, g.ID, audit.CheckIdempotency)
+		assert.Equal(t, audit.Pass, keys.Status)
+		assert.NotEqual(t, "0 keyed adjustments", keys.Detail, "the generator keys every other adjustment")
 		assert.Contains(t, live.Detail, fmt.Sprintf("snapshot at seq %d + ", g.SnapshotSeq))
 		for st, tot := range s.Deposits {
 			kinds["deposit "+st] = kinds["deposit "+st] || tot.Count > 0
@@ -380,9 +383,14 @@ func TestAudit_snapshots(t *testing.T) {
 	assert.Contains(t, text(c), "transactions, the full replay")
 
 	c = check(t, rep, wrong, audit.CheckLiveModel)
-	require.Equal(t, 1, c.Count, text(c))
+	require.NotZero(t, c.Count)
 	full := gen.Sites[2].State.Balance
-	assert.Contains(t, text(c), fmt.Sprintf("balance %d, the full replay's %d", full+1, full))
+	assert.Contains(t, c.Problems[0].Message, fmt.Sprintf("balance %d, the full replay's %d", full+1, full))
+	// The keyed adjustments applied after the snapshot recorded the
+	// wrong balance in their answers too.
+	for _, p := range c.Problems[1:] {
+		assert.Regexp(t, `^keyed adjustment "gen-\S+" answers .*, the full replay's `, p.Message)
+	}
 
 	c = check(t, rep, meta, audit.CheckLiveModel)
 	require.Equal(t, 1, c.Count, text(c))

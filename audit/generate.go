@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -277,7 +279,19 @@ func (g *generator) secret() string {
 }
 
 func (g *generator) adjust(gs *genSite, decide decideFunc, amount int64) error {
-	if _, err := decide(aggregates.AdjustTreasury{Amount: amount, Reason: "generated top-up"}, genOperator); err != nil {
+	return g.adjustKeyed(gs, decide, amount, "")
+}
+
+// adjustKeyed is adjust as an operator retrying with Idempotency-Key key
+// ("" for none) would write it.
+func (g *generator) adjustKeyed(gs *genSite, decide decideFunc, amount int64, key string) error {
+	cmd := aggregates.AdjustTreasury{Amount: amount, Reason: "generated top-up"}
+	if key != "" {
+		body := fmt.Sprintf(`{"amount":%d,"reason":%q}`, amount, cmd.Reason)
+		sum := sha256.Sum256([]byte(body))
+		cmd.IdempotencyKey, cmd.RequestHash = key, hex.EncodeToString(sum[:])
+	}
+	if _, err := decide(cmd, genOperator); err != nil {
 		return fmt.Errorf("generate adjustment: %w", err)
 	}
 	gs.adj.Count++
@@ -395,7 +409,13 @@ func (g *generator) step(gs *genSite, decide decideFunc) error {
 		if g.rnd.IntN(4) == 0 {
 			amt = -amt
 		}
-		return g.adjust(gs, decide, amt)
+		// Every other one is keyed, so histories and snapshots hold
+		// the answers repeats of Idempotency-Keys are given.
+		key := ""
+		if gs.adj.Count%2 == 0 {
+			key = fmt.Sprintf("gen-%s-%d", gs.id, gs.adj.Count)
+		}
+		return g.adjustKeyed(gs, decide, amt, key)
 	case r < 98:
 		limit := -1000 * (500 + g.rnd.Int64N(1500))
 		_, err := decide(aggregates.UpdateSite{Settings: aggregates.SiteSettings{NegativeLimit: &limit}}, genOperator)

@@ -43,7 +43,8 @@ func TestHistory_readableLines(t *testing.T) {
 	name, hosted := "Hosted Shop", true
 	decideAppend(t, e, s, aggregates.CreateSite{AppKey: "ak_1", Secret: "sekrit-signing", WebhookSecret: "whsec_c2VrcmV0",
 		Settings: aggregates.SiteSettings{Name: &name, HostedPage: &hosted}}, now, "op-1")
-	decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 500_000, Reason: "opening balance"}, now, "op-1")
+	decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 500_000, Reason: "opening balance", IdempotencyKey: "top-up 1",
+		RequestHash: "ab12"}, now, "op-1")
 	d := decideAppend(t, e, s, aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: "p1", Amount: 25000, UserID: "u1",
 		UserName: "ali", Name: "Ali Kareem", Bank: bank, BankRef: "ZAINCASH"}, Lang: "en", HostedToken: "tok-unguessable"}, now, events.ActorMerchant)
 	txID := txIDOf(s.ID, d.Tx)
@@ -67,8 +68,9 @@ func TestHistory_readableLines(t *testing.T) {
 	for _, l := range lines {
 		assert.Regexp(t, lineRE, l)
 	}
-	assert.Contains(t, lines[0], "2026-11-23T01:02:03.004Z op-1 site.created.v1 id=h1 name=\"Hosted Shop\" appKey=ak_1 secret=[redacted] webhookSecret=[redacted]")
-	assert.Contains(t, lines[1], "treasury.adjusted.v1 amount=500000 reason=\"opening balance\"")
+	assert.Contains(t, lines[0], "2026-11-23T01:02:03.004Z op-1 site.created.v2 id=h1 name=\"Hosted Shop\" appKey=ak_1 secret=[redacted] webhookSecret=[redacted]")
+	assert.NotContains(t, lines[0], "idempotencyKey", "an unkeyed creation shows no key")
+	assert.Contains(t, lines[1], "treasury.adjusted.v2 amount=500000 reason=\"opening balance\" idempotencyKey=\"top-up 1\" requestHash=ab12")
 	assert.Contains(t, lines[2], "merchant deposit.requested.v1 tx=h1-1 processId=p1 bankId=b1 bank=ZAINCASH")
 	assert.Contains(t, lines[2], "amount=25000")
 	assert.Contains(t, lines[2], "hostedToken=[redacted]")

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"gateway/aggregates"
@@ -76,7 +77,7 @@ func (a *siteAudit) liveCheck() Check {
 		l.p.addf(nil, "", "the snapshot was saved as seq %d but holds the state at seq %d", l.metaSeq, l.snapSeq)
 	}
 	compareSites(a.agg, l.site, &l.p)
-	return l.p.check(CheckLiveModel, fmt.Sprintf("snapshot at seq %d + %d later messages vs full replay to seq %d: balance, pending, %d transactions, processIds",
+	return l.p.check(CheckLiveModel, fmt.Sprintf("snapshot at seq %d + %d later messages vs full replay to seq %d: balance, pending, %d transactions, processIds, keyed answers",
 		l.snapSeq, l.applied, a.agg.Seq, len(a.agg.Txs)))
 }
 
@@ -100,6 +101,10 @@ func compareSites(full, live *aggregates.Site, p *problems) {
 	if d := configDiff(full.Cfg, live.Cfg); d != "" {
 		p.addf(nil, "", "settings differ: %s", d)
 	}
+	if d := configDiff(full.CreatedAs(), live.CreatedAs()); d != "" {
+		p.addf(nil, "", "settings as the keyed creation answered them differ: %s", d)
+	}
+	keyedDiff(full, live, p)
 	if len(live.Txs) != len(full.Txs) {
 		p.addf(nil, "", "%d transactions, the full replay %d", len(live.Txs), len(full.Txs))
 	}
@@ -130,6 +135,24 @@ func compareSites(full, live *aggregates.Site, p *problems) {
 		if !fp[i] {
 			p.addf(nil, txIDOf(full.ID, i), "pending deposit of its user in the live model, not in the full replay")
 		}
+	}
+}
+
+// keyedDiff reports the keyed treasury adjustments whose answers differ.
+func keyedDiff(full, live *aggregates.Site, p *problems) {
+	lk := maps.Collect(live.KeyedAdjustments())
+	for k, f := range full.KeyedAdjustments() {
+		l, ok := lk[k]
+		switch {
+		case !ok:
+			p.addf(nil, "", "keyed adjustment %q of the full replay is not in the live model", k)
+		case l != f:
+			p.addf(nil, "", "keyed adjustment %q answers %+v, the full replay's %+v", k, l, f)
+		}
+		delete(lk, k)
+	}
+	for k := range lk {
+		p.addf(nil, "", "keyed adjustment %q of the live model is not in the full replay", k)
 	}
 }
 
@@ -205,6 +228,7 @@ func configDiff(full, live *aggregates.Config) string {
 	cmp("depositTtlSeconds", live.DepositTTLSeconds == full.DepositTTLSeconds)
 	cmp("rateLimit", live.RateLimit == full.RateLimit)
 	cmp("createdAt", live.CreatedAt == full.CreatedAt)
+	cmp("idempotencyKey", live.IdempotencyKey == full.IdempotencyKey && live.RequestHash == full.RequestHash)
 	if len(d) == 0 {
 		return ""
 	}

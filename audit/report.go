@@ -45,6 +45,10 @@ const (
 	// CheckTransactions: the aggregate's transactions (kind, status,
 	// amounts) equal the independent model's.
 	CheckTransactions = "transactions"
+	// CheckIdempotency: a site created with an Idempotency-Key lives at
+	// the id the key derives, and each key of the site's treasury
+	// adjustments appears once (a second would have moved money twice).
+	CheckIdempotency = "idempotency-keys"
 	// CheckLiveModel: the site's snapshot plus the messages after it (what
 	// a gateway starts from) equals the full replay.
 	CheckLiveModel = "live-model"

@@ -38,19 +38,23 @@ type siteAudit struct {
 	checkpoint uint64
 
 	// The independent model.
-	created     bool
-	negLimit    int64
-	txs         []txRec
-	pids        pidSet
-	adjCount    int64
-	adjSum      int64
-	runBalance  int64 // running balance, for the treasury rule
-	runPending  int64 // running pending withdrawals
+	created    bool
+	negLimit   int64
+	txs        []txRec
+	pids       pidSet
+	adjCount   int64
+	adjSum     int64
+	runBalance int64 // running balance, for the treasury rule
+	runPending int64 // running pending withdrawals
+	// adjKeys holds where each treasury adjustment's Idempotency-Key
+	// was first used.
+	adjKeys     map[string]Position
 	createdP    problems
 	txidP       problems
 	transitionP problems
 	treasuryP   problems
 	replayP     problems
+	keyP        problems
 }
 
 func newSiteAudit(id string, live *liveModel) *siteAudit {
@@ -92,6 +96,10 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 		if p.SiteID != a.id {
 			a.createdP.addf(at(), "", "site.created names site %q on the subject of site %q", p.SiteID, a.id)
 		}
+		if k := p.IdempotencyKey; k != "" && string(ids.SiteForKey(k)) != a.id {
+			a.keyP.addf(at(), "", "created with Idempotency-Key %q, which derives site %s: a repeat of the key would not find this site",
+				k, ids.SiteForKey(k))
+		}
 		a.created, a.negLimit = true, p.NegativeLimit
 		return
 	}
@@ -104,6 +112,16 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 			a.negLimit = *p.NegativeLimit
 		}
 	case *events.TreasuryAdjusted:
+		if k := p.IdempotencyKey; k != "" {
+			if first, seen := a.adjKeys[k]; seen {
+				a.keyP.addf(at(), "", "Idempotency-Key %q was already used by the adjustment at %s: one request moved the treasury twice", k, first)
+			} else {
+				if a.adjKeys == nil {
+					a.adjKeys = map[string]Position{}
+				}
+				a.adjKeys[k] = *at()
+			}
+		}
 		a.adjCount++
 		a.adjSum += p.Amount
 		a.runBalance += p.Amount
@@ -352,6 +370,7 @@ func (a *siteAudit) report() SiteReport {
 		balP.check(CheckBalance, fmt.Sprintf("%d = adjustments %d + approved deposits %d − paid withdrawals %d", want, a.adjSum, approved, paid)),
 		pendP.check(CheckPending, fmt.Sprintf("%d = pending %d + processing %d", wantPending, wd["pending"].Amount, wd["processing"].Amount)),
 		txP.check(CheckTransactions, fmt.Sprintf("%d transactions", len(a.txs))),
+		a.keyP.check(CheckIdempotency, fmt.Sprintf("%d keyed adjustments", len(a.adjKeys))),
 	}
 	live := a.liveCheck()
 	if a.live != nil && a.live.site != nil {

@@ -20,11 +20,15 @@ import (
 
 // Event names. Each is the stable identity of one payload shape.
 const (
-	SiteCreatedName              = "site.created.v1"
+	// SiteCreatedName is written for every site created since operator
+	// writes took an Idempotency-Key; SiteCreatedV1Name is only read.
+	SiteCreatedName              = "site.created.v2"
+	SiteCreatedV1Name            = "site.created.v1"
 	SiteUpdatedName              = "site.updated.v1"
 	SiteSecretRotatedName        = "site.secret_rotated.v1"
 	SiteWebhookSecretRotatedName = "site.webhook_secret_rotated.v1"
-	TreasuryAdjustedName         = "treasury.adjusted.v1"
+	TreasuryAdjustedName         = "treasury.adjusted.v2"
+	TreasuryAdjustedV1Name       = "treasury.adjusted.v1"
 	DepositRequestedName         = "deposit.requested.v1"
 	DepositApprovedName          = "deposit.approved.v1"
 	DepositRejectedName          = "deposit.rejected.v1"
@@ -33,7 +37,8 @@ const (
 	WithdrawalProcessingName     = "withdrawal.processing.v1"
 	WithdrawalPaidName           = "withdrawal.paid.v1"
 	WithdrawalRejectedName       = "withdrawal.rejected.v1"
-	BankCreatedName              = "bank.created.v1"
+	BankCreatedName              = "bank.created.v2"
+	BankCreatedV1Name            = "bank.created.v1"
 	BankUpdatedName              = "bank.updated.v1"
 	OperatorCreatedName          = "operator.created.v1"
 	OperatorRevokedName          = "operator.revoked.v1"
@@ -153,10 +158,15 @@ func Decode(b []byte) ([]Event, error) {
 	return out, nil
 }
 
+// decodePayload decodes one payload by its name. The v1 names of the
+// payloads that gained an idempotency key decode into the same structs as
+// their v2 names (the upcaster): v1 is v2 without the key. Nothing ever
+// wrote a key into a v1 payload; had anything done so, it would not count
+// (upcastV1 drops it), as the v1 decoder ignored fields it did not know.
 func decodePayload(name string, data []byte) (Payload, error) {
 	var p Payload
 	switch name {
-	case SiteCreatedName:
+	case SiteCreatedName, SiteCreatedV1Name:
 		p = &SiteCreated{}
 	case SiteUpdatedName:
 		p = &SiteUpdated{}
@@ -164,7 +174,7 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &SiteSecretRotated{}
 	case SiteWebhookSecretRotatedName:
 		p = &SiteWebhookSecretRotated{}
-	case TreasuryAdjustedName:
+	case TreasuryAdjustedName, TreasuryAdjustedV1Name:
 		p = &TreasuryAdjusted{}
 	case DepositRequestedName:
 		p = &DepositRequested{}
@@ -182,7 +192,7 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &WithdrawalPaid{}
 	case WithdrawalRejectedName:
 		p = &WithdrawalRejected{}
-	case BankCreatedName:
+	case BankCreatedName, BankCreatedV1Name:
 		p = &BankCreated{}
 	case BankUpdatedName:
 		p = &BankUpdated{}
@@ -196,7 +206,17 @@ func decodePayload(name string, data []byte) (Payload, error) {
 	if err := msgpack.Unmarshal(data, p); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
+	switch name {
+	case SiteCreatedV1Name, TreasuryAdjustedV1Name, BankCreatedV1Name:
+		p.(keyed).upcastV1()
+	}
 	return p, nil
+}
+
+// keyed is implemented by the payloads that carry an idempotency key from
+// their v2 on.
+type keyed interface {
+	upcastV1()
 }
 
 // Hash returns the chain hash of e: SHA-256 over its Prev and its name,

@@ -12,7 +12,8 @@ import (
 
 // SiteCreated opens a merchant site's history. Secrets are kept in the stream
 // because every replica must verify request signatures with them (HMAC is
-// symmetric); access to the stream is access to the secrets.
+// symmetric); access to the stream is access to the secrets. Written as
+// site.created.v2; site.created.v1 decodes into it without a key.
 type SiteCreated struct {
 	SiteID            string   `msgpack:"id"`
 	Name              string   `msgpack:"name"`
@@ -25,10 +26,19 @@ type SiteCreated struct {
 	HostedPage        bool     `msgpack:"hostedPage"`
 	DepositTTLSeconds int64    `msgpack:"depositTtl"`
 	RateLimit         int64    `msgpack:"rateLimit"`
+	// IdempotencyKey is the Idempotency-Key the operator sent with the
+	// request ("" when none, and always in a v1 event): a repeat of the
+	// key is answered with this event's outcome, never carried out again.
+	IdempotencyKey string `msgpack:"idempotencyKey,omitempty"`
+	// RequestHash is the SHA-256 (hex) of the request body that came with
+	// IdempotencyKey: a repeat must send the same body.
+	RequestHash string `msgpack:"requestHash,omitempty"`
 }
 
 // EventName implements Payload.
 func (*SiteCreated) EventName() string { return SiteCreatedName }
+
+func (p *SiteCreated) upcastV1() { p.IdempotencyKey, p.RequestHash = "", "" }
 
 // SiteUpdated changes some of a site's settings; a nil field is unchanged.
 type SiteUpdated struct {
@@ -64,14 +74,25 @@ type SiteWebhookSecretRotated struct {
 // EventName implements Payload.
 func (*SiteWebhookSecretRotated) EventName() string { return SiteWebhookSecretRotatedName }
 
-// TreasuryAdjusted credits (positive) or debits (negative) the site treasury.
+// TreasuryAdjusted credits (positive) or debits (negative) the site
+// treasury. Written as treasury.adjusted.v2; treasury.adjusted.v1 decodes
+// into it without a key.
 type TreasuryAdjusted struct {
 	Amount int64  `msgpack:"amount"`
 	Reason string `msgpack:"reason"`
+	// IdempotencyKey is the Idempotency-Key the operator sent with the
+	// request ("" when none, and always in a v1 event): a repeat of the
+	// key is answered with this event's outcome, never carried out again.
+	IdempotencyKey string `msgpack:"idempotencyKey,omitempty"`
+	// RequestHash is the SHA-256 (hex) of the request body that came with
+	// IdempotencyKey: a repeat must send the same body.
+	RequestHash string `msgpack:"requestHash,omitempty"`
 }
 
 // EventName implements Payload.
 func (*TreasuryAdjusted) EventName() string { return TreasuryAdjustedName }
+
+func (p *TreasuryAdjusted) upcastV1() { p.IdempotencyKey, p.RequestHash = "", "" }
 
 // DepositRequested records a new pending deposit and everything the merchant
 // was shown for it, so the record can be served again exactly.
@@ -187,7 +208,8 @@ type Account struct {
 	AccountNumber string `msgpack:"accountNumber" json:"accountNumber"`
 }
 
-// BankCreated adds a payment method to the catalog.
+// BankCreated adds a payment method to the catalog. Written as
+// bank.created.v2; bank.created.v1 decodes into it without a key.
 type BankCreated struct {
 	BankID         string        `msgpack:"id"`
 	Code           string        `msgpack:"code"`
@@ -198,10 +220,19 @@ type BankCreated struct {
 	Deposit        bool          `msgpack:"deposit"`
 	Withdraw       bool          `msgpack:"withdraw"`
 	Accounts       []Account     `msgpack:"accounts"`
+	// IdempotencyKey is the Idempotency-Key the operator sent with the
+	// request ("" when none, and always in a v1 event): a repeat of the
+	// key is answered with this event's outcome, never carried out again.
+	IdempotencyKey string `msgpack:"idempotencyKey,omitempty"`
+	// RequestHash is the SHA-256 (hex) of the request body that came with
+	// IdempotencyKey: a repeat must send the same body.
+	RequestHash string `msgpack:"requestHash,omitempty"`
 }
 
 // EventName implements Payload.
 func (*BankCreated) EventName() string { return BankCreatedName }
+
+func (p *BankCreated) upcastV1() { p.IdempotencyKey, p.RequestHash = "", "" }
 
 // BankUpdated changes some of a method's settings; a nil field is unchanged.
 // Enabled false takes the method out of listings and new requests.

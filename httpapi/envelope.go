@@ -174,6 +174,8 @@ func (s *Server) classify(err error) *apiError {
 		return pick(404, "not_found", "no such transaction for this site")
 	case errors.Is(err, aggregates.ErrSiteNotFound):
 		return pick(404, "not_found", "no such site")
+	case errors.Is(err, aggregates.ErrIdempotencyConflict):
+		return pick(409, "idempotency_key_conflict", "Idempotency-Key was already used with a different body")
 	case errors.Is(err, aggregates.ErrProcessIDConflict):
 		return pick(409, "process_id_conflict", "processId was already used with different parameters")
 	case errors.Is(err, aggregates.ErrInvalidTransition):

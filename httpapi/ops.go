@@ -269,16 +269,49 @@ func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
 // decodeJSON reads an operator body strictly: JSON only, no unknown fields,
 // nothing after the object. An empty body leaves v as it is.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	_, err := decodeJSONBody(w, r, v)
+	return err
+}
+
+// idempotencyHeader makes an operator write that is not a transition safe
+// to retry (README "Retrying operator writes").
+const idempotencyHeader = "Idempotency-Key"
+
+// decodeKeyed is decodeJSON for the calls that take an Idempotency-Key: it
+// also returns the key ("" when the header is absent) and the SHA-256 (hex)
+// of the exact body bytes, which a repeat of the key must match. A header
+// that is present must hold one valid key.
+func decodeKeyed(w http.ResponseWriter, r *http.Request, v any) (key, hash string, err error) {
+	vals := r.Header.Values(idempotencyHeader)
+	switch {
+	case len(vals) > 1:
+		return "", "", errBad("invalid_request", idempotencyHeader, "send one Idempotency-Key")
+	case len(vals) == 1:
+		key = vals[0]
+		if err := aggregates.CheckIdempotencyKey(key); err != nil {
+			return "", "", err
+		}
+	}
+	body, err := decodeJSONBody(w, r, v)
+	if err != nil || key == "" {
+		return "", "", err
+	}
+	sum := sha256.Sum256(body)
+	return key, hex.EncodeToString(sum[:]), nil
+}
+
+// decodeJSONBody is decodeJSON returning the body as it was read.
+func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
 	body, err := readBody(w, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
+		return body, nil
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return errBad("invalid_request", "", "the body must be application/json")
+			return nil, errBad("invalid_request", "", "the body must be application/json")
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -286,21 +319,21 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
+			return nil, errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
 		}
 		// encoding/json has no typed error for DisallowUnknownFields; its
 		// message is `json: unknown field "name"`. Name the field.
 		if _, q, ok := strings.Cut(err.Error(), "unknown field "); ok {
 			if name, uerr := strconv.Unquote(q); uerr == nil {
-				return errBad("invalid_request", name, name+" is not a field of this call")
+				return nil, errBad("invalid_request", name, name+" is not a field of this call")
 			}
 		}
-		return errBad("invalid_request", "", "the body is not valid JSON for this call: "+err.Error())
+		return nil, errBad("invalid_request", "", "the body is not valid JSON for this call: "+err.Error())
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errBad("invalid_request", "", "the body must hold one JSON object")
+		return nil, errBad("invalid_request", "", "the body must hold one JSON object")
 	}
-	return nil
+	return body, nil
 }
 
 // siteBody is the body of site create and update; absent fields are nil.
@@ -353,26 +386,55 @@ func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
 
 func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
 	var b siteBody
-	if err := decodeJSON(w, r, &b); err != nil {
+	key, hash, err := decodeKeyed(w, r, &b)
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
+	// A keyed site's id is derived from the key, so every repeat, through
+	// any gateway process, addresses the same subject and only one of
+	// them can create it.
 	id := ids.NewSite()
+	if key != "" {
+		id = ids.SiteForKey(key)
+	}
 	cmd := aggregates.CreateSite{AppKey: "ak_" + randomBase32(15), Secret: randomSecret(),
-		WebhookSecret: newWebhookSecret(), Settings: b.settings()}
+		WebhookSecret: newWebhookSecret(), Settings: b.settings(), IdempotencyKey: key, RequestHash: hash}
 	ctx := r.Context()
 	if _, err := s.cfg.Ledger.Execute(ctx, id, cmd, info(r).actor); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
-	cfg, ok := s.cfg.Ledger.SiteConfig(id)
-	if !ok {
-		s.writeErr(w, r, fmt.Errorf("site %s missing after creation", id))
+	cfg, err := s.createdSite(ctx, id, key != "")
+	if err != nil {
+		s.writeErr(w, r, err)
 		return
 	}
 	v := viewSite(id, cfg)
 	v.Secret, v.WebhookSecret = cfg.Secret, cfg.WebhookSecret
 	s.writeData(w, r, v)
+}
+
+// createdSite returns the settings a site creation answers with: for a
+// keyed creation, the site as it was created, so that the first answer and
+// every repeat are the same whatever was updated or rotated since; else
+// the site as it now is.
+func (s *Server) createdSite(ctx context.Context, id ids.SiteID, keyed bool) (*aggregates.Config, error) {
+	var cfg *aggregates.Config
+	if keyed {
+		if err := s.cfg.Ledger.ViewCtx(ctx, id, func(st *aggregates.Site) error {
+			cfg = st.CreatedAs()
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg, _ = s.cfg.Ledger.SiteConfig(id)
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("site %s missing after creation", id)
+	}
+	return cfg, nil
 }
 
 func (s *Server) listSites(w http.ResponseWriter, r *http.Request) {
@@ -481,7 +543,8 @@ func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
 		Amount *int64 `json:"amount"`
 		Reason string `json:"reason"`
 	}
-	if err := decodeJSON(w, r, &b); err != nil {
+	key, hash, err := decodeKeyed(w, r, &b)
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -494,7 +557,12 @@ func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	if _, err := s.run(r, id, aggregates.AdjustTreasury{Amount: *b.Amount, Reason: b.Reason}); err != nil {
+	cmd := aggregates.AdjustTreasury{Amount: *b.Amount, Reason: b.Reason, IdempotencyKey: key, RequestHash: hash}
+	if key != "" {
+		s.adjustKeyed(w, r, id, cmd)
+		return
+	}
+	if _, err := s.run(r, id, cmd); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -504,6 +572,31 @@ func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeData(w, r, bal)
+}
+
+// adjustKeyed runs a keyed adjustment and answers the treasury as it was
+// right after the key's event: the first answer and every repeat are the
+// same, whatever moved the treasury since.
+func (s *Server) adjustKeyed(w http.ResponseWriter, r *http.Request, id ids.SiteID, cmd aggregates.AdjustTreasury) {
+	if _, err := s.cfg.Ledger.Execute(r.Context(), id, cmd, info(r).actor); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	var a aggregates.AdjustmentAnswer
+	var ok bool
+	if err := s.cfg.Ledger.ViewCtx(r.Context(), id, func(st *aggregates.Site) error {
+		a, ok = st.KeyedAdjustment(cmd.IdempotencyKey)
+		return nil
+	}); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if !ok {
+		s.writeErr(w, r, fmt.Errorf("site %s: adjustment %q missing after it was made", id, cmd.IdempotencyKey))
+		return
+	}
+	s.writeData(w, r, projections.Balance{Balance: a.Balance, PendingWithdrawals: a.PendingWithdrawals,
+		NegativeLimit: a.NegativeLimit, Available: a.Available(), Currency: projections.Currency})
 }
 
 func (s *Server) siteEvents(w http.ResponseWriter, r *http.Request) {
@@ -589,7 +682,8 @@ func (s *Server) opsBanks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) createBank(w http.ResponseWriter, r *http.Request) {
 	var b bankBody
-	if err := decodeJSON(w, r, &b); err != nil {
+	key, hash, err := decodeKeyed(w, r, &b)
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -597,15 +691,22 @@ func (s *Server) createBank(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, errBad("invalid_request", "enabled", "a new method is enabled; disable it with PATCH"))
 		return
 	}
-	cmd := aggregates.CreateBank{ID: string(ids.NewBank()), Code: deref(b.Code), IdentifierKind: deref(b.IdentifierKind),
-		MinAmount: derefInt(b.MinAmount), MaxAmount: derefInt(b.MaxAmount), Deposit: derefBool(b.Deposit), Withdraw: derefBool(b.Withdraw)}
+	// A keyed method's _id is derived from the key, so the catalog finds
+	// the first request's method when the key comes again.
+	id := ids.NewBank()
+	if key != "" {
+		id = ids.BankForKey(key)
+	}
+	cmd := aggregates.CreateBank{ID: string(id), Code: deref(b.Code), IdentifierKind: deref(b.IdentifierKind),
+		MinAmount: derefInt(b.MinAmount), MaxAmount: derefInt(b.MaxAmount), Deposit: derefBool(b.Deposit), Withdraw: derefBool(b.Withdraw),
+		IdempotencyKey: key, RequestHash: hash}
 	if b.Name != nil {
 		cmd.Name = *b.Name
 	}
 	if b.Accounts != nil {
 		cmd.Accounts = *b.Accounts
 	}
-	s.catalogCommand(w, r, cmd.ID, func(c *aggregates.Catalog) ([]events.Event, error) {
+	s.catalogCommand(w, r, cmd.ID, key != "", func(c *aggregates.Catalog) ([]events.Event, error) {
 		return c.DecideCreateBank(cmd, s.cfg.Ledger.Now(), info(r).actor)
 	})
 }
@@ -645,12 +746,16 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 	id := bk.ID
 	cmd := aggregates.UpdateBank{ID: id, Name: b.Name, MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit,
 		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled}
-	s.catalogCommand(w, r, id, func(c *aggregates.Catalog) ([]events.Event, error) {
+	s.catalogCommand(w, r, id, false, func(c *aggregates.Catalog) ([]events.Event, error) {
 		return c.DecideUpdateBank(cmd, s.cfg.Ledger.Now(), info(r).actor)
 	})
 }
 
-func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id string, decide func(*aggregates.Catalog) ([]events.Event, error)) {
+// catalogCommand runs a catalog command and answers the method id names:
+// as it was created (a keyed creation, whose first answer and repeats
+// must be the same) or as it now is.
+func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id string, asCreated bool,
+	decide func(*aggregates.Catalog) ([]events.Event, error)) {
 	ctx := r.Context()
 	if err := s.cfg.Ledger.ExecuteCatalog(ctx, decide); err != nil {
 		s.writeErr(w, r, err)
@@ -660,6 +765,9 @@ func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id strin
 	if !ok {
 		s.writeErr(w, r, fmt.Errorf("method %s missing after command", id))
 		return
+	}
+	if asCreated {
+		b = b.AsCreated()
 	}
 	s.writeData(w, r, viewBank(b))
 }

@@ -266,7 +266,7 @@ func TestOpsAdjustments(t *testing.T) {
 	requireErr(t, s.ops("POST", "/ops/v1/sites/snope/adjustments", map[string]any{"amount": 5, "reason": "x"}), 404, "not_found", "")
 	items := s.history(t, st.ID)
 	last := items[len(items)-1]
-	require.Equal(t, "treasury.adjusted.v1", last.Name)
+	require.Equal(t, "treasury.adjusted.v2", last.Name)
 	require.Equal(t, "admin", last.Actor)
 	require.Equal(t, map[string]any{"amount": -80000.0, "reason": "correction"}, last.Data)
 }
@@ -533,7 +533,7 @@ func TestOpsSiteEvents(t *testing.T) {
 		names = append(names, it.Name)
 		actors = append(actors, it.Actor)
 	}
-	require.Equal(t, []string{"site.created.v1", "treasury.adjusted.v1", "deposit.requested.v1", "deposit.approved.v1",
+	require.Equal(t, []string{"site.created.v2", "treasury.adjusted.v2", "deposit.requested.v1", "deposit.approved.v1",
 		"site.secret_rotated.v1", "site.webhook_secret_rotated.v1", "site.updated.v1", "withdrawal.requested.v1",
 		"withdrawal.processing.v1", "withdrawal.paid.v1"}, names)
 	require.Equal(t, []string{"admin", "admin", "merchant", "admin", "admin", "admin", "admin", "merchant", "admin", "admin"}, actors)

@@ -192,7 +192,7 @@ func TestRaceOneProcessIDTwoStacks(t *testing.T) {
 	for _, it := range a.history(t, st.ID) {
 		names = append(names, it.Name)
 	}
-	require.Equal(t, []string{"site.created.v1", "deposit.requested.v1"}, names)
+	require.Equal(t, []string{"site.created.v2", "deposit.requested.v1"}, names)
 
 	// Concurrent deposits of one user with different processIds: one is
 	// created, every other answer is that one with alreadyPending.

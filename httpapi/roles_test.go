@@ -228,7 +228,7 @@ func TestOpsRoles_auditorCannotApprove(t *testing.T) {
 		names = append(names, it.Name)
 		actors = append(actors, it.Actor)
 	}
-	assert.Equal(t, []string{"site.created.v1", "deposit.requested.v1", "deposit.approved.v1"}, names)
+	assert.Equal(t, []string{"site.created.v2", "deposit.requested.v1", "deposit.approved.v1"}, names)
 	assert.Equal(t, []string{"admin", "merchant", operator.ID}, actors)
 }
 
@@ -263,9 +263,9 @@ func TestOpsOperators_actorInEvents(t *testing.T) {
 		got = append(got, it.Name+" by "+it.Actor)
 	}
 	assert.Equal(t, []string{
-		"site.created.v1 by " + admin.ID,
+		"site.created.v2 by " + admin.ID,
 		"site.updated.v1 by " + admin.ID,
-		"treasury.adjusted.v1 by " + admin.ID,
+		"treasury.adjusted.v2 by " + admin.ID,
 		"site.secret_rotated.v1 by " + admin.ID,
 		"deposit.requested.v1 by merchant",
 		"deposit.requested.v1 by merchant",

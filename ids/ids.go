@@ -11,6 +11,7 @@ package ids
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
@@ -177,8 +178,26 @@ func random(n int) []byte {
 // NewSite mints a site id: "s" and 64 random bits in lower-case base32.
 func NewSite() SiteID { return SiteID("s" + lowerBase32.EncodeToString(random(8))) }
 
+// SiteForKey derives the id of the site created with Idempotency-Key key:
+// "s" and the first 64 bits of SHA-256("site:" + key) in lower-case base32,
+// the shape NewSite mints. Every request that carries the key, through any
+// gateway process, addresses the same site subject, so the subject's
+// expected sequence lets exactly one of them create it.
+func SiteForKey(key string) SiteID {
+	sum := sha256.Sum256([]byte("site:" + key))
+	return SiteID("s" + lowerBase32.EncodeToString(sum[:8]))
+}
+
 // NewOperator mints an operator id: "o" and 64 random bits.
 func NewOperator() OperatorID { return OperatorID("o" + lowerBase32.EncodeToString(random(8))) }
 
 // NewBank mints a method _id: 96 random bits in hex.
 func NewBank() BankID { return BankID(hex.EncodeToString(random(12))) }
+
+// BankForKey derives the _id of the method created with Idempotency-Key
+// key: the first 96 bits of SHA-256("bank:" + key) in hex, the shape NewBank
+// mints, so a repeat of the key names the method the first request created.
+func BankForKey(key string) BankID {
+	sum := sha256.Sum256([]byte("bank:" + key))
+	return BankID(hex.EncodeToString(sum[:12]))
+}

@@ -117,3 +117,31 @@ func TestMint_parses(t *testing.T) {
 	}
 	assert.NotEqual(t, NewSite(), NewSite())
 }
+
+func TestForKey_derivesMintedShapes(t *testing.T) {
+	tests := []struct {
+		key  string
+		site SiteID
+		bank BankID
+	}{
+		// Expected values computed apart from this package (Python's
+		// hashlib and base64).
+		{"retry-1", "sbuvvo65rpoflg", "eb1ab78acefc9a8a4039ade0"},
+		{"a key with spaces ~!", "spbc4am26qtwdk", "2eeac88d04c951073a23b4a6"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			assert.Equal(t, tc.site, SiteForKey(tc.key))
+			assert.Equal(t, tc.bank, BankForKey(tc.key))
+			assert.Equal(t, SiteForKey(tc.key), SiteForKey(tc.key), "a repeat of the key names the same site")
+			_, err := ParseSite(string(SiteForKey(tc.key)))
+			require.NoError(t, err)
+			_, err = ParseBank(string(BankForKey(tc.key)))
+			require.NoError(t, err)
+			assert.Len(t, string(SiteForKey(tc.key)), len(NewSite()))
+			assert.Len(t, string(BankForKey(tc.key)), len(NewBank()))
+		})
+	}
+	assert.NotEqual(t, SiteForKey("k1"), SiteForKey("k2"))
+	assert.NotEqual(t, BankForKey("k1"), BankForKey("k2"))
+}

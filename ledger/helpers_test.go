@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,6 +255,10 @@ type siteView struct {
 	Txs       []aggregates.Tx
 	Reasons   []string
 	Pids      []string
+	// Keyed are the answers of keyed treasury adjustments; CreatedAs the
+	// settings a keyed creation answered with.
+	Keyed     map[string]aggregates.AdjustmentAnswer
+	CreatedAs *aggregates.Config
 }
 
 func view(t *testing.T, l *ledger.Ledger, id ids.SiteID) siteView {
@@ -261,7 +266,12 @@ func view(t *testing.T, l *ledger.Ledger, id ids.SiteID) siteView {
 	var v siteView
 	require.NoError(t, l.View(id, func(s *aggregates.Site) error {
 		v = siteView{Seq: s.Seq, Hash: s.Hash, Balance: s.Balance, Pending: s.PendingWithdrawals,
-			Available: s.Available(), Cfg: *s.Cfg, Txs: append([]aggregates.Tx(nil), s.Txs...)}
+			Available: s.Available(), Cfg: *s.Cfg, Txs: append([]aggregates.Tx(nil), s.Txs...),
+			Keyed: maps.Collect(s.KeyedAdjustments())}
+		if c := s.CreatedAs(); c != nil {
+			cc := *c
+			v.CreatedAs = &cc
+		}
 		for i := range s.Txs {
 			v.Reasons = append(v.Reasons, s.Reason(int32(i)))
 			pid := s.ProcessID(int32(i))

@@ -67,6 +67,10 @@ func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
 	exec(aggregates.UpdateSite{Settings: aggregates.SiteSettings{NegativeLimit: &limit}}, "admin")
 	exec(aggregates.RotateSecret{Secret: "secret-" + tag, Overlap: time.Hour}, "admin")
 	exec(aggregates.AdjustTreasury{Amount: -3_000, Reason: "fee " + tag}, "admin")
+	exec(aggregates.AdjustTreasury{Amount: 700, Reason: "keyed " + tag, IdempotencyKey: "adj-" + tag, RequestHash: "h-" + tag}, "admin")
+	// A repeat moves nothing.
+	r := exec(aggregates.AdjustTreasury{Amount: 700, Reason: "keyed " + tag, IdempotencyKey: "adj-" + tag, RequestHash: "h-" + tag}, "admin")
+	require.True(t, r.Decision.Repeat)
 	// Deposits left pending now are expired by the clock.
 	clk.Add(time.Hour)
 	for i, id := range deps {
@@ -137,6 +141,18 @@ func TestLedger_restart_afterClose(t *testing.T) {
 	assert.True(t, r.Decision.Repeat)
 	assert.Equal(t, txID(5), txID(r.Decision.Tx))
 	assert.Equal(t, want.Txs[5], r.Tx)
+	// So is a keyed adjustment's repeat, and its first answer is kept.
+	require.Len(t, want.Keyed, 1)
+	last, err = st.LastSeq(ctx)
+	require.NoError(t, err)
+	r, err = l2.Execute(ctx, siteID, aggregates.AdjustTreasury{Amount: 700, Reason: "keyed r1", IdempotencyKey: "adj-r1", RequestHash: "h-r1"}, "admin")
+	require.NoError(t, err)
+	assert.True(t, r.Decision.Repeat)
+	after, err := st.LastSeq(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, last, after, "a repeat appends nothing")
+	_, err = l2.Execute(ctx, siteID, aggregates.AdjustTreasury{Amount: 701, Reason: "keyed r1", IdempotencyKey: "adj-r1", RequestHash: "h-other"}, "admin")
+	assert.ErrorIs(t, err, aggregates.ErrIdempotencyConflict)
 	// New commands append onto the restored state.
 	workload(t, l2, clk, "r2")
 	want2 := view(t, l2, siteID)
@@ -159,9 +175,9 @@ func TestLedger_restart_afterClose(t *testing.T) {
 	assert.Equal(t, verifyChain(t, st2.Store, siteID), view(t, l3, siteID).Hash)
 }
 
-// A snapshot of an older format (version 3, before userIds were kept in
-// the processId arena) is ignored: a new ledger replays the stream and
-// comes back to the same state, pending deposits included.
+// A snapshot of an older format (version 4, before the answers of
+// Idempotency-Keys were kept) is ignored: a new ledger replays the stream
+// and comes back to the same state, pending deposits included.
 func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -173,7 +189,7 @@ func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
 	want := view(t, l1, siteID)
 	require.NoError(t, l1.Close(ctx))
 
-	// Rewrite the site's snapshot as version 3.
+	// Rewrite the site's snapshot as version 4.
 	name := "site-" + string(siteID)
 	seq, data, err := st.LoadSnapshot(ctx, name)
 	require.NoError(t, err)
@@ -181,8 +197,8 @@ func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
 	require.NoError(t, msgpack.Unmarshal(data, &snap))
 	var v int
 	require.NoError(t, msgpack.Unmarshal(snap["v"], &v))
-	require.Equal(t, 4, v, "the format this test downgrades")
-	snap["v"], err = msgpack.Marshal(3)
+	require.Equal(t, 5, v, "the format this test downgrades")
+	snap["v"], err = msgpack.Marshal(4)
 	require.NoError(t, err)
 	old, err := msgpack.Marshal(snap)
 	require.NoError(t, err)

@@ -132,6 +132,11 @@ func (s *shared[T, P]) execute(ctx context.Context, l *Ledger, decide func(P) ([
 			}
 			return err
 		}
+		if len(evs) == 0 {
+			// A repeat (a keyed creation the aggregate already holds):
+			// it is in the stream, so nothing newer can undo it.
+			return nil
+		}
 		data, _, err := events.Seal(*hash, evs)
 		if err != nil {
 			return err

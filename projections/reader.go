@@ -247,6 +247,9 @@ func creates(e events.Event, txID ids.TxID) bool {
 	return false
 }
 
+// Currency is the currency of every amount (whole IQD).
+const Currency = "IQD"
+
 // Balance is the data of GET /v1/balance.
 type Balance struct {
 	Balance            int64  `json:"balance"`
@@ -261,7 +264,7 @@ func (r *Reader) BalanceOf(ctx context.Context, siteID ids.SiteID) (Balance, err
 	var b Balance
 	err := r.ledger.ViewFresh(ctx, siteID, func(s *aggregates.Site) error {
 		b = Balance{Balance: s.Balance, PendingWithdrawals: s.PendingWithdrawals, NegativeLimit: s.Cfg.NegativeLimit,
-			Available: s.Available(), Currency: "IQD"}
+			Available: s.Available(), Currency: Currency}
 		return nil
 	})
 	return b, err
