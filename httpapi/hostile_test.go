@@ -116,8 +116,10 @@ type idFixture struct {
 	// a is the site whose merchant signs the merchant requests: a large
 	// treasury, a hosted page and a callback URL. b is small.
 	a, b site
-	bank bank
-	op   operatorCreated
+	// bank is the method the transactions use; banks are all methods.
+	bank  bank
+	banks map[string]bank
+	op    operatorCreated
 	// dep and dep2 are pending deposits of a (dep has a hosted page
 	// whose token is token); wd and wd2 pending withdrawals of a.
 	dep      record
@@ -139,7 +141,8 @@ func newIDFixture(t testing.TB) *idFixture {
 	rcv := newReceiver(t, 200)
 	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
 	fx := &idFixture{s: s}
-	fx.bank = s.seedBanks()["ZAINCASH"]
+	fx.banks = s.seedBanks()
+	fx.bank = fx.banks["ZAINCASH"]
 	fx.a = s.newSite(map[string]any{"name": "Big Shop", "hostedPage": true, "callbackUrl": rcv.url()}, 1_000_000)
 	fx.b = s.newSite(map[string]any{"name": "Small Shop"}, 50_000)
 	fx.op = s.newOperator(t, "Probe Target", "operator")
@@ -251,19 +254,25 @@ func assertEnvelope(t testing.TB, r resp) bool {
 }
 
 // assertIDAnswer checks what every answer to an id route must be: no
-// server error, no successful write, and the envelope (the hosted page:
-// a 404 unless it is the page asked for).
+// server error, no successful write, and the envelope. The hosted page
+// answers a GET with the page or a 404 (plain text from the page, the
+// envelope from the router when the path is not the page's); any other
+// method gets the router's envelope.
 func assertIDAnswer(t testing.TB, route idRoute, method string, r resp, writeAllowed bool) {
 	t.Helper()
 	assert.Less(t, r.HTTP, 500, "server error: %s", r.Raw)
 	if method != http.MethodGet && !writeAllowed {
 		assert.False(t, r.HTTP >= 200 && r.HTTP < 300, "%s succeeded: %s", method, r.Raw)
 	}
-	if route.kind == hostedRoute {
-		if r.HTTP != http.StatusOK {
-			assert.Equal(t, http.StatusNotFound, r.HTTP, "hosted page: %q", r.Raw)
+	if route.kind == hostedRoute && method == http.MethodGet {
+		if r.HTTP == http.StatusOK {
+			assert.True(t, strings.HasPrefix(r.Header.Get("Content-Type"), "text/html"), "hosted page: %q", r.Raw)
+			return
 		}
-		return
+		assert.Equal(t, http.StatusNotFound, r.HTTP, "hosted page: %q", r.Raw)
+		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			return
+		}
 	}
 	assertEnvelope(t, r)
 }
@@ -520,9 +529,9 @@ func FuzzPathIDs(f *testing.F) {
 		}
 	}
 	for i := range idRoutes {
-		for _, ph := range []string{"{a}", "{b}", "{tx}", "{wd}", "{otx}", "{bank}", "{op}", "{event}", "{pid}"} {
+		for k, ph := range []string{"{a}", "{b}", "{tx}", "{wd}", "{otx}", "{bank}", "{op}", "{event}", "{pid}"} {
 			f.Add(uint8(i), uint8(0), ph, false)
-			f.Add(uint8(i), uint8(200), ph, false) // any method
+			f.Add(uint8(i), uint8(128+k%5), ph, false) // any method
 		}
 		f.Add(uint8(i), uint8(0), "{a}.*", true)
 		f.Add(uint8(i), uint8(0), "* >\t\x00", true)
@@ -541,7 +550,7 @@ func FuzzPathIDs(f *testing.F) {
 		route := idRoutes[int(routeIx)%len(idRoutes)]
 		method := route.methods[int(methodIx)%len(route.methods)]
 		if methodIx >= 128 {
-			method = anyMethod[int(methodIx)%len(anyMethod)]
+			method = anyMethod[int(methodIx-128)%len(anyMethod)]
 		}
 		real := map[string]string{"{a}": fx.a.ID, "{b}": fx.b.ID, "{tx}": fx.dep.TransactionID, "{wd}": fx.wd,
 			"{otx}": fx.other.TransactionID, "{bank}": fx.bank.ID, "{op}": fx.op.ID, "{event}": fx.event,
@@ -603,7 +612,10 @@ func sendable(target string) bool {
 // of the same object.)
 func namesMade(fx *idFixture, route idRoute, target string) bool {
 	made := []string{fx.a.ID, fx.b.ID, fx.approved, fx.dep.TransactionID, fx.dep2, fx.wd, fx.wd2,
-		fx.other.TransactionID, fx.bank.ID, fx.bank.Code, fx.op.ID, fx.event}
+		fx.other.TransactionID, fx.op.ID, fx.event}
+	for _, b := range fx.banks {
+		made = append(made, b.ID, b.Code) // a method is found by either
+	}
 	path, query, _ := strings.Cut(target, "?")
 	parts := strings.Split(path, "/")
 	if route.inQuery() {
