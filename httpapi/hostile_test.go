@@ -278,10 +278,12 @@ func assertIDAnswer(t testing.TB, route idRoute, method string, r resp, writeAll
 }
 
 // hostileID is an id as it goes on the wire: raw bytes, or percent-encoded
-// where the raw bytes cannot be sent. A raw space ends the request target
-// and net/http refuses control bytes (tab included) in it before any
-// handler runs, so spaces, tabs and control characters are sent
-// percent-encoded (the handler then sees the decoded bytes).
+// where the raw bytes cannot be sent at all. A raw space ends the request
+// target, and net/http refuses control bytes (tab included) and malformed
+// escapes in it with its own 400 before any handler runs, so spaces, tabs
+// and control characters are sent percent-encoded (the handler then sees
+// the decoded bytes); "unsendable forms never reach the gateway" checks
+// that the raw forms are refused that way.
 type hostileID struct{ name, wire string }
 
 // hostileIDs are ids no route may act on. None names anything the fixture
@@ -399,6 +401,18 @@ func TestHostileIDs_everyRoute(t *testing.T) {
 		}
 	}
 
+	// What the table cannot send raw: net/http answers 400 itself, before
+	// any handler (no Request-Id), so such bytes reach the gateway only
+	// percent-encoded, as the table sends them.
+	t.Run("unsendable forms never reach the gateway", func(t *testing.T) {
+		for _, wire := range []string{"a b", "a\tb", "a\x00b", "a\x01b", "a\x7fb", "a\rb", "a\nb", "%zz", "%", "a%2"} {
+			target := "/ops/v1/sites/" + wire
+			assert.False(t, sendable(target), "%q", target)
+			r := fx.s.rawDo(t, http.MethodGet, target, map[string]string{"Authorization": "Bearer " + adminToken}, "")
+			assert.Equal(t, http.StatusBadRequest, r.HTTP, "%q: %q", target, r.Raw)
+			assert.Empty(t, r.Header.Get("Request-Id"), "%q reached the gateway", target)
+		}
+	})
 	t.Run("nothing was written", func(t *testing.T) {
 		after, err := s.Store.LastSeq(ctx)
 		require.NoError(t, err)
