@@ -37,7 +37,10 @@ type stack struct {
 	t      testing.TB
 	URL    string
 	Ledger *ledger.Ledger
-	srv    *httptest.Server
+	// Store is the stack's event store, for tests that look at the
+	// stream and the snapshots directly.
+	Store *jsstore.Store
+	srv   *httptest.Server
 	// closeConn closes the stack's NATS connection (the event store
 	// becomes unreachable for this stack only).
 	closeConn func()
@@ -129,7 +132,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	require.NoError(t, led.WaitReady(rctx))
-	st := &stack{t: t, Ledger: led, closeConn: nc.Close}
+	st := &stack{t: t, Ledger: led, Store: store, closeConn: nc.Close}
 	srv := httptest.NewUnstartedServer(nil)
 	st.srv = srv
 	srv.Start()
