@@ -139,7 +139,10 @@ func newIDFixture(t testing.TB) *idFixture {
 	t.Helper()
 	e := newEnv(t)
 	rcv := newReceiver(t, 200)
-	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
+	// The hosted page's rate limit is off: every request comes from one
+	// address, and the ids, not the rate, are what is tested here
+	// (TestHostedPage_rateLimitedPerClient tests the limit).
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}, hostedRate: -1})
 	fx := &idFixture{s: s}
 	fx.banks = s.seedBanks()
 	fx.bank = fx.banks["ZAINCASH"]
