@@ -41,7 +41,7 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 			fail(batch, fmt.Errorf("site %s: %w: %v", e.id, ErrInternal, v))
 			e.fault.Store(&fault{err: fmt.Errorf("%w: state rebuilt after a panic", ErrInternal), rebuild: true})
 			if err := l.rebuildLocked(e); err != nil {
-				l.log.Error("site state not rebuilt yet; it is tried again with the next command", "site", e.id, "err", err)
+				l.log.Error("site state not rebuilt", "site", e.id, "err", err)
 			}
 		}
 	}()
@@ -210,12 +210,25 @@ func (l *Ledger) rebuildLocked(e *entry) error {
 	case !errors.Is(err, events.ErrNotFound):
 		return fmt.Errorf("rebuild site %s: %w", e.id, err)
 	}
+	var bad error
 	err = l.store.Read(ctx, e.subj, s.Seq+1, func(m events.Msg) error {
 		if m.Seq <= s.Seq {
 			return nil
 		}
-		return safely(func() error { return applyMessage(s, m) })
+		if err := safely(func() error { return applyMessage(s, m) }); err != nil {
+			bad = fmt.Errorf("message %d: %w", m.Seq, err)
+			return bad
+		}
+		return nil
 	})
+	if bad != nil {
+		// The stored history itself cannot be applied: rebuilding again
+		// would fail again. The site stays out of service.
+		l.log.Error("site message not applied; the site is not served until its history is repaired",
+			"site", e.id, "subject", e.subj, "err", bad)
+		e.fault.Store(&fault{err: bad})
+		return fmt.Errorf("rebuild site %s: %w", e.id, bad)
+	}
 	if err != nil {
 		return fmt.Errorf("rebuild site %s: %w", e.id, err)
 	}
