@@ -214,13 +214,13 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 	case *events.DepositRequested:
 		user := s.userKey(p.UserID)
 		i := s.addTx(p.ProcessID, p.UserID, Tx{Kind: KindDeposit, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
-			Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID), User: user,
+			Requested: p.Amount, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID),
 			ExpiresAt: p.ExpiresAt, UpdatedAt: e.Time, Seq: seq, HostedKey: HostedKey(p.HostedToken)})
 		s.setPendingUser(user, p.UserID, i)
 		s.bumpRotation(p.BankID)
 	case *events.WithdrawalRequested:
 		s.addTx(p.ProcessID, "", Tx{Kind: KindWithdrawal, Status: StatusPending, EvIdx: evIdx, Amount: p.Amount,
-			Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID), User: s.userKey(p.UserID),
+			Requested: p.Amount, Fingerprint: Fingerprint(KindWithdrawal, p.Amount, p.BankID, p.UserID),
 			UpdatedAt: e.Time, Seq: seq})
 		s.PendingWithdrawals += p.Amount
 	case *events.DepositApproved:

@@ -50,7 +50,9 @@ func (s *Site) setPendingUser(key uint64, userID string, i int32) {
 // indexed for its user; an expired deposit approved late is not indexed,
 // and its user may have a newer pending deposit that must stay.
 func (s *Site) clearPendingUser(i int32) {
-	key := s.Txs[i].User
+	// The key is not kept per transaction (8 bytes each): it is the
+	// userId's, and the userId is in the arena.
+	key := s.userKey(string(s.pids.user(s.Txs[i].PidOff)))
 	if cur, ok := s.pending.byKey[key]; ok && cur == i {
 		if s.j != nil {
 			s.j.users = append(s.j.users, userUndo{key: key, i: i, had: true})

@@ -88,8 +88,6 @@ type Tx struct {
 	// Fingerprint identifies the request parameters that must match on an
 	// idempotent repeat (type, amount, bankId, userId).
 	Fingerprint uint64
-	// User is UserKey of the end user's userId.
-	User uint64
 	// ExpiresAt is the deposit's expiry in Unix ms (0 for withdrawals).
 	ExpiresAt int64
 	// UpdatedAt is the time of the last change, in Unix ms.

@@ -96,10 +96,10 @@ func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, error) {
 			return nil, fmt.Errorf("site snapshot %s: pending deposit %d: no such transaction or out of order", snap.ID, i)
 		}
 		user := string(s.pids.user(s.Txs[i].PidOff))
-		if tx := &s.Txs[i]; tx.Kind != KindDeposit || user == "" || tx.User != key(user) {
-			return nil, fmt.Errorf("site snapshot %s: pending deposit %d: not a deposit or its user does not match", snap.ID, i)
+		if tx := &s.Txs[i]; tx.Kind != KindDeposit || user == "" {
+			return nil, fmt.Errorf("site snapshot %s: pending deposit %d: not a deposit with a userId", snap.ID, i)
 		}
-		s.setPendingUser(s.Txs[i].User, user, i)
+		s.setPendingUser(key(user), user, i)
 	}
 	for k, v := range snap.Rotation {
 		s.rotation[s.internStr(k)] = v

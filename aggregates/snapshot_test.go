@@ -251,10 +251,12 @@ func TestSnapshot_collidingUsers(t *testing.T) {
 	}
 	assert.Equal(t, observe(f.s), observe(s2))
 
-	// Under the real UserKey the stored keys of alice, bob and carol are
-	// wrong: the snapshot is refused rather than trusted.
-	_, err = UnmarshalSiteSnapshot(data)
-	assert.ErrorContains(t, err, "user does not match")
+	// No key is stored: they are derived from the userIds in the arena,
+	// so the same snapshot read under the real UserKey gives every user
+	// their own pending deposit as well.
+	s3, err := UnmarshalSiteSnapshot(data)
+	require.NoError(t, err)
+	assert.Equal(t, want, pendingByUser(s3))
 }
 
 func TestSnapshotOfNewSite(t *testing.T) {
@@ -278,7 +280,7 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 	// by mod.
 	good := func(mod func(*siteSnapshot)) []byte {
 		snap := siteSnapshot{Version: snapshotVersion, ID: "s1", Hash: make([]byte, 32),
-			Txs:             []Tx{{Kind: KindDeposit, Status: StatusPending, Amount: 10, Requested: 10, User: UserKey("u1")}},
+			Txs:             []Tx{{Kind: KindDeposit, Status: StatusPending, Amount: 10, Requested: 10}},
 			ProcessIDs:      []byte{2, 'p', '1', 2, 'u', '1'},
 			PendingDeposits: []int32{0}}
 		mod(&snap)
@@ -312,7 +314,6 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 		{"pending deposit twice", good(func(s *siteSnapshot) { s.PendingDeposits = []int32{0, 0} })},
 		{"pending withdrawal", good(func(s *siteSnapshot) { s.Txs[0].Kind = KindWithdrawal })},
 		{"pending deposit without a userId", good(func(s *siteSnapshot) { s.ProcessIDs = []byte{2, 'p', '1', 0} })},
-		{"pending deposit under another key", good(func(s *siteSnapshot) { s.Txs[0].User++ })},
 		{"adjustment under no key", good(func(s *siteSnapshot) { s.Adjusted = map[string]AdjustmentAnswer{"": {RequestHash: "h"}} })},
 		{"adjustment under a key with a newline", good(func(s *siteSnapshot) { s.Adjusted = map[string]AdjustmentAnswer{"a\nb": {RequestHash: "h"}} })},
 		{"settings as created without settings", good(func(s *siteSnapshot) { s.Created = &Config{Name: "x"} })},
@@ -338,7 +339,7 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 func version3(t *testing.T) []byte {
 	t.Helper()
 	b, err := msgpack.Marshal(map[string]any{"v": 3, "id": "s1", "hash": make([]byte, 32),
-		"txs": []Tx{{Kind: KindDeposit, Status: StatusPending, User: UserKey("u1")}}, "pids": []byte{2, 'p', '1'},
+		"txs": []Tx{{Kind: KindDeposit, Status: StatusPending}}, "pids": []byte{2, 'p', '1'},
 		"pendingUsers": map[uint64]int32{UserKey("u1"): 0}})
 	require.NoError(t, err)
 	return b

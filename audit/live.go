@@ -184,8 +184,8 @@ func txDiff(full, live *aggregates.Tx) string {
 	if live.Fingerprint != full.Fingerprint {
 		add("fingerprint", live.Fingerprint, full.Fingerprint)
 	}
-	if live.User != full.User {
-		add("user", live.User, full.User)
+	if live.HostedKey != full.HostedKey {
+		add("hostedKey", live.HostedKey, full.HostedKey)
 	}
 	if live.ExpiresAt != full.ExpiresAt {
 		add("expiresAt", live.ExpiresAt, full.ExpiresAt)
