@@ -73,28 +73,20 @@ func txString(e events.Event) string {
 }
 
 // WebhookID is the Standard Webhooks message id of the idx-th event of the
-// ledger message at stream sequence seq. It names the event's place in the
-// stream, so it is the same on every retry, after restarts and on resends,
-// and the event can be read back from it.
+// ledger message at stream sequence seq: its ids.EventID. It names the
+// event's place in the stream, so it is the same on every retry, after
+// restarts and on resends, and the event can be read back from it.
 func WebhookID(seq uint64, idx int) string {
-	return strconv.FormatUint(seq, 10) + "-" + strconv.Itoa(idx)
+	return ids.EventID{Seq: seq, Index: idx}.String()
 }
 
-// ParseWebhookID is the inverse of WebhookID.
+// ParseWebhookID is the inverse of WebhookID (ids.ParseEvent).
 func ParseWebhookID(id string) (seq uint64, idx int, ok bool) {
-	s, i, found := strings.Cut(id, "-")
-	if !found {
+	e, err := ids.ParseEvent(id)
+	if err != nil {
 		return 0, 0, false
 	}
-	seq, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || seq == 0 || strconv.FormatUint(seq, 10) != s {
-		return 0, 0, false
-	}
-	n, err := strconv.Atoi(i)
-	if err != nil || n < 0 || n > 1<<16 || strconv.Itoa(n) != i {
-		return 0, 0, false
-	}
-	return seq, n, true
+	return e.Seq, e.Index, true
 }
 
 // asOf rewrites the transaction's current record into what it was right

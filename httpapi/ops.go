@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -398,7 +397,7 @@ func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		id = ids.SiteForKey(key)
 	}
-	cmd := aggregates.CreateSite{AppKey: "ak_" + randomBase32(15), Secret: randomSecret(),
+	cmd := aggregates.CreateSite{AppKey: ids.NewAppKey(), Secret: randomSecret(),
 		WebhookSecret: newWebhookSecret(), Settings: b.settings(), IdempotencyKey: key, RequestHash: hash}
 	ctx := r.Context()
 	if _, err := s.cfg.Ledger.Execute(ctx, id, cmd, info(r).actor); err != nil {
@@ -880,15 +879,6 @@ func derefInt(p *int64) int64 {
 }
 
 func derefBool(p *bool) bool { return p != nil && *p }
-
-var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// randomBase32 returns n random bytes as lower-case base32 (subject-safe).
-func randomBase32(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return lowerBase32.EncodeToString(b)
-}
 
 // randomSecret is a request-signing secret: 256 random bits.
 func randomSecret() string {

@@ -191,6 +191,10 @@ func SiteForKey(key string) SiteID {
 // NewOperator mints an operator id: "o" and 64 random bits.
 func NewOperator() OperatorID { return OperatorID("o" + lowerBase32.EncodeToString(random(8))) }
 
+// NewAppKey mints a site's application key: "ak_" and 120 random bits in
+// lower-case base32. It is looked up, never made into a subject.
+func NewAppKey() string { return "ak_" + lowerBase32.EncodeToString(random(15)) }
+
 // NewBank mints a method _id: 96 random bits in hex.
 func NewBank() BankID { return BankID(hex.EncodeToString(random(12))) }
 

@@ -116,6 +116,9 @@ func TestMint_parses(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.NotEqual(t, NewSite(), NewSite())
+	k := NewAppKey()
+	assert.Regexp(t, `^ak_[a-z2-7]{24}$`, k)
+	assert.NotEqual(t, k, NewAppKey())
 }
 
 func TestForKey_derivesMintedShapes(t *testing.T) {

@@ -121,20 +121,32 @@ func (l *Ledger) awaitSite(ctx context.Context, siteID ids.SiteID) (*entry, erro
 	if last == 0 {
 		return nil, aggregates.ErrSiteNotFound
 	}
+	var e *entry
+	err = poll(ctx, func() (bool, error) {
+		if e = l.lookup(siteID); e == nil {
+			return false, nil
+		}
+		return e.applied.Load() >= last, e.unavailable()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("site %s: waiting for message %d: %w", siteID, last, err)
+	}
+	return e, nil
+}
+
+// poll waits until done reports true or an error, checking it at once and
+// then every millisecond; ctx ending is ErrUnavailable. It waits for this
+// process's follower, which normally is milliseconds behind the stream.
+func poll(ctx context.Context, done func() (bool, error)) error {
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
-		if e := l.lookup(siteID); e != nil {
-			if err := e.unavailable(); err != nil {
-				return nil, err
-			}
-			if e.applied.Load() >= last {
-				return e, nil
-			}
+		if ok, err := done(); ok || err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("site %s: waiting for message %d: %w: %v", siteID, last, events.ErrUnavailable, ctx.Err())
+			return fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -148,16 +160,7 @@ func (l *Ledger) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTicker(2 * time.Millisecond)
-	defer t.Stop()
-	for l.followed.Load() < last {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
-		case <-t.C:
-		}
-	}
-	return nil
+	return poll(ctx, func() (bool, error) { return l.followed.Load() >= last, nil })
 }
 
 // MissInterval is the shortest time between two catch-ups caused by
