@@ -239,3 +239,39 @@ func TestHostedPage_rateLimitedPerClient(t *testing.T) {
 	assert.Equal(t, 429, get("2001:db8:1:2::ff").StatusCode)
 	assert.Equal(t, 200, get("2001:db8:1:3::1").StatusCode)
 }
+
+// The hosted page's other answers: a store that cannot be reached is the
+// page's own "temporarily unavailable" (503), never a Go error page, and a
+// trusted proxy's unreadable X-Forwarded-For is the not-found page.
+func TestHostedPage_unavailableAndBadProxyHeader(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	s.seedBanks()
+	st := s.newSite(map[string]any{"hostedPage": true}, 0)
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "un", "un-u", 25000)))
+	require.NotNil(t, d.URL)
+
+	req, err := http.NewRequest("GET", *d.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Forwarded-For", "not-an-address")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	assert.Equal(t, 404, res.StatusCode)
+	assert.Contains(t, string(b), "Payment page not found")
+
+	// The deposit's creation event is read from the store to show the
+	// page; with the store gone, the page says so.
+	s.closeConn()
+	req.Header.Set("Accept-Language", "ar")
+	req.Header.Del("X-Forwarded-For")
+	res, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	assert.Equal(t, 503, res.StatusCode)
+	assert.Equal(t, "text/html; charset=utf-8", res.Header.Get("Content-Type"))
+	assert.Contains(t, string(b), "غير متاح مؤقتاً")
+	assert.NotContains(t, string(b), "25000")
+}
