@@ -12,8 +12,6 @@ import (
 // refused (a conflict with another writer, or a store failure) without
 // reloading the site.
 type journal struct {
-	seq      uint64
-	hash     [32]byte
 	balance  int64
 	pending  int64
 	cfg      *Config
@@ -56,17 +54,15 @@ type reasonUndo struct {
 
 // Begin starts a batch: events applied until Commit or Rollback can be undone.
 func (s *Site) Begin() {
-	s.j = &journal{seq: s.Seq, hash: s.Hash, balance: s.Balance, pending: s.PendingWithdrawals,
+	s.j = &journal{balance: s.Balance, pending: s.PendingWithdrawals,
 		cfg: s.Cfg, created: s.created, nTxs: len(s.Txs), arena: uint32(len(s.pids.arena))}
 }
 
-// Commit ends a batch whose events were stored in the message at seq, whose
-// last event has chain hash last.
-func (s *Site) Commit(seq uint64, last [32]byte) {
+// Commit ends a batch whose events were stored in the message at seq.
+func (s *Site) Commit(seq uint64) {
 	for i := s.j.nTxs; i < len(s.Txs); i++ {
 		s.Txs[i].Seq = seq
 	}
-	s.Seq, s.Hash = seq, last
 	s.j = nil
 }
 
@@ -101,7 +97,7 @@ func (s *Site) Rollback() {
 	s.pids.truncate(s.Txs, j.nTxs, j.arena)
 	clear(s.Txs[j.nTxs:])
 	s.Txs = s.Txs[:j.nTxs]
-	s.Seq, s.Hash, s.Balance, s.PendingWithdrawals, s.Cfg, s.created = j.seq, j.hash, j.balance, j.pending, j.cfg, j.created
+	s.Balance, s.PendingWithdrawals, s.Cfg, s.created = j.balance, j.pending, j.cfg, j.created
 }
 
 // ApplyMessage folds a stored message (all of its events) into the state.
@@ -114,14 +110,6 @@ func (s *Site) ApplyMessage(seq uint64, evs []events.Event) error {
 	for i, e := range evs {
 		s.apply(e, seq, uint16(i))
 	}
-	if len(evs) > 0 {
-		h, err := events.Hash(evs[len(evs)-1])
-		if err != nil {
-			return err
-		}
-		s.Hash = h
-	}
-	s.Seq = seq
 	return nil
 }
 

@@ -45,6 +45,7 @@ func BenchmarkSite_memoryPerTx(b *testing.B) {
 				}
 				before := heapInUse()
 				s := NewSite(siteID)
+				var seq uint64
 				s.Cfg = &Config{Name: "bench"}
 				// Batches of 64 events, as group commit stores them.
 				for k := 0; k < len(evs); k += 64 {
@@ -52,7 +53,8 @@ func BenchmarkSite_memoryPerTx(b *testing.B) {
 					for _, e := range evs[k:min(k+64, len(evs))] {
 						s.Apply(e)
 					}
-					s.Commit(s.Seq+1, [32]byte{})
+					seq++
+					s.Commit(seq)
 				}
 				after := heapInUse()
 				runtime.KeepAlive(evs)

@@ -61,12 +61,9 @@ func (b *Bank) Supports(k Kind) bool {
 }
 
 // Catalog is the aggregate of all payment methods. It lives on its own
-// subject; sites refer to its methods by id.
+// subject; sites refer to its methods by id. Its contract is every
+// aggregate's (see aggregate.go).
 type Catalog struct {
-	// Seq is the stream sequence of the last applied catalog message.
-	Seq uint64
-	// Hash is the chain hash of the last applied catalog event.
-	Hash   [32]byte
 	banks  []*Bank
 	byID   map[string]*Bank
 	byCode map[string]*Bank
@@ -106,6 +103,12 @@ type CreateBank struct {
 	RequestHash    string
 }
 
+// CatalogCommand is implemented by every catalog command.
+type CatalogCommand interface{ catalogCommand() }
+
+func (CreateBank) catalogCommand() {}
+func (UpdateBank) catalogCommand() {}
+
 // UpdateBank changes some of a method's settings; nil fields are unchanged.
 type UpdateBank struct {
 	ID        string
@@ -120,12 +123,28 @@ type UpdateBank struct {
 
 const maxCodeLen = 32
 
-// DecideCreateBank validates a new method. A repeat of a keyed creation
+// Decide decides a catalog command against the catalog, which it does not
+// change: the events it returns are applied once stored.
+func (c *Catalog) Decide(cmd CatalogCommand, now time.Time, actor string) (Decision, error) {
+	var evs []events.Event
+	var err error
+	switch cmd := cmd.(type) {
+	case CreateBank:
+		evs, err = c.decideCreateBank(cmd, now, actor)
+	case UpdateBank:
+		evs, err = c.decideUpdateBank(cmd, now, actor)
+	default:
+		err = fmt.Errorf("%w: %T is no catalog command", ErrInvalidRequest, cmd)
+	}
+	return Decision{Events: evs, Tx: -1, Repeat: err == nil && len(evs) == 0}, err
+}
+
+// decideCreateBank validates a new method. A repeat of a keyed creation
 // (the method exists with this key and request hash) decides no events and
 // no error: the method as created is the answer (Bank.AsCreated). It is
 // recognised before anything else, so the method's own code does not
 // refuse it.
-func (c *Catalog) DecideCreateBank(cmd CreateBank, now time.Time, actor string) ([]events.Event, error) {
+func (c *Catalog) decideCreateBank(cmd CreateBank, now time.Time, actor string) ([]events.Event, error) {
 	if cmd.IdempotencyKey != "" {
 		if err := checkKeyed(cmd.IdempotencyKey, cmd.RequestHash); err != nil {
 			return nil, err
@@ -162,8 +181,8 @@ func (c *Catalog) DecideCreateBank(cmd CreateBank, now time.Time, actor string) 
 	}}}, nil
 }
 
-// DecideUpdateBank validates a change to an existing method.
-func (c *Catalog) DecideUpdateBank(cmd UpdateBank, now time.Time, actor string) ([]events.Event, error) {
+// decideUpdateBank validates a change to an existing method.
+func (c *Catalog) decideUpdateBank(cmd UpdateBank, now time.Time, actor string) ([]events.Event, error) {
 	b, ok := c.byID[cmd.ID]
 	if !ok {
 		return nil, fieldErr("id", ErrUnknownBank, "no method with id %q", cmd.ID)
@@ -229,6 +248,23 @@ func notCodeRune(r rune) bool {
 	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
 }
 
+// ApplyMessage folds a stored message into the catalog. A message holding
+// any event that is not the catalog's is refused whole, the catalog
+// unchanged.
+func (c *Catalog) ApplyMessage(seq uint64, evs []events.Event) error {
+	for i, e := range evs {
+		switch e.Payload.(type) {
+		case *events.BankCreated, *events.BankUpdated:
+		default:
+			return fmt.Errorf("%w: message %d event %d is a %s, not a catalog event", ErrForeignEvent, seq, i, e.Name)
+		}
+	}
+	for _, e := range evs {
+		c.Apply(e)
+	}
+	return nil
+}
+
 // Apply folds one catalog event into the catalog. It never fails: events in
 // the stream were valid when decided.
 func (c *Catalog) Apply(e events.Event) {
@@ -285,7 +321,7 @@ func (c *Catalog) Apply(e events.Event) {
 // Clone returns a copy that shares the immutable Bank values, so a reader can
 // keep using it while the original is updated.
 func (c *Catalog) Clone() *Catalog {
-	n := &Catalog{Seq: c.Seq, Hash: c.Hash, banks: append([]*Bank(nil), c.banks...),
+	n := &Catalog{banks: append([]*Bank(nil), c.banks...),
 		byID: make(map[string]*Bank, len(c.byID)), byCode: make(map[string]*Bank, len(c.byCode))}
 	for k, v := range c.byID {
 		n.byID[k] = v

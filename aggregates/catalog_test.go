@@ -22,7 +22,7 @@ func catalogWith(t *testing.T, cmds ...CreateBank) *Catalog {
 	t.Helper()
 	c := NewCatalog()
 	for _, cmd := range cmds {
-		evs, err := c.DecideCreateBank(cmd, t0, operator)
+		evs, err := evsOf(c.Decide(cmd, t0, operator))
 		require.NoError(t, err)
 		for _, e := range evs {
 			c.Apply(e)
@@ -87,7 +87,7 @@ func TestDecideCreateBank(t *testing.T) {
 				cmd.Code = existing.Code
 			}
 			tc.mod(&cmd)
-			evs, err := c.DecideCreateBank(cmd, t0, operator)
+			evs, err := evsOf(c.Decide(cmd, t0, operator))
 			if tc.want != nil {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, tc.want)
@@ -264,7 +264,7 @@ func TestDecideUpdateBank(t *testing.T) {
 				oldCopy = *old
 			}
 			snapshot := c.Clone()
-			evs, err := c.DecideUpdateBank(tc.cmd, t0, operator)
+			evs, err := evsOf(c.Decide(tc.cmd, t0, operator))
 			if tc.want != nil {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, tc.want)
@@ -317,7 +317,7 @@ func TestCatalogApplyIgnoresUnknownUpdate(t *testing.T) {
 // method disabled in the catalog is an unknown bank for new requests.
 func TestDisabledBankRefusedBySite(t *testing.T) {
 	c := catalogWith(t, validCreateBank())
-	evs, err := c.DecideUpdateBank(UpdateBank{ID: "bk_zain", Enabled: ptr(false)}, t0, operator)
+	evs, err := evsOf(c.Decide(UpdateBank{ID: "bk_zain", Enabled: ptr(false)}, t0, operator))
 	require.NoError(t, err)
 	c.Apply(evs[0])
 	b, ok := c.Resolve("ZAIN_CASH")
@@ -331,3 +331,7 @@ func TestDisabledBankRefusedBySite(t *testing.T) {
 		requireErr(t, d, err, ErrUnknownBank, "bankId")
 	}
 }
+
+// evsOf is a Decide's events, for tests of commands that concern no
+// transaction.
+func evsOf(d Decision, err error) ([]events.Event, error) { return d.Events, err }

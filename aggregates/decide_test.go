@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,16 +40,32 @@ func testBank(id, code string, kind recipient.Kind, n int) *Bank {
 	return b
 }
 
-// commitEvents applies evs as one batch, the way ledger.tryCommit does.
+// positions is where each test site stands in its simulated stream: the
+// position is the ledger's, not the aggregate's, so the tests keep it
+// beside the site.
+var positions sync.Map // *Site → events.Position
+
+func posOf(s *Site) events.Position {
+	p, _ := positions.Load(s)
+	pos, _ := p.(events.Position)
+	return pos
+}
+
+// commitEvents applies evs as one batch, the way the ledger does, as the
+// next message of the site's simulated stream.
 func commitEvents(t *testing.T, s *Site, evs []events.Event) {
 	t.Helper()
 	s.Begin()
 	for _, e := range evs {
 		s.Apply(e)
 	}
-	_, last, err := events.Seal(s.Hash, evs)
+	pos := posOf(s)
+	_, _, err := events.Seal(pos.Hash, evs)
 	require.NoError(t, err)
-	s.Commit(s.Seq+1, last)
+	next, err := pos.Next(pos.Seq+1, evs)
+	require.NoError(t, err)
+	s.Commit(next.Seq)
+	positions.Store(s, next)
 }
 
 // fixture is a created site plus a PHONE method with three accounts and a
@@ -127,8 +144,6 @@ func tx(i int32) ids.TxID { return ids.NewTx(siteID, i) }
 type siteState struct {
 	Created       bool
 	Cfg           Config
-	Seq           uint64
-	Hash          [32]byte
 	Balance       int64
 	Pending       int64
 	Txs           []Tx
@@ -144,7 +159,7 @@ type siteState struct {
 }
 
 func observe(s *Site) siteState {
-	st := siteState{Created: s.Created(), Seq: s.Seq, Hash: s.Hash, Balance: s.Balance, Pending: s.PendingWithdrawals,
+	st := siteState{Created: s.Created(), Balance: s.Balance, Pending: s.PendingWithdrawals,
 		Txs: slices.Clone(s.Txs), ByProcess: pidState(s), PendingByUser: pendingByUser(s),
 		Reasons: maps.Clone(s.reasons), Rotation: dropZero(s.rotation), PendingDeps: pendingSet(s)}
 	if s.Cfg != nil {
@@ -307,8 +322,8 @@ func TestCreateSite(t *testing.T) {
 			assert.Equal(t, "whsec_1", s.Cfg.WebhookSecret)
 			assert.Equal(t, tc.wantTTL, s.Cfg.DepositTTLSeconds)
 			assert.Equal(t, t0.UnixMilli(), s.Cfg.CreatedAt)
-			assert.Equal(t, uint64(1), s.Seq)
-			assert.NotEqual(t, [32]byte{}, s.Hash)
+			assert.Equal(t, uint64(1), posOf(s).Seq)
+			assert.NotEqual(t, [32]byte{}, posOf(s).Hash)
 			assert.Equal(t, int64(0), s.Balance)
 			if tc.check != nil {
 				tc.check(t, s.Cfg)
@@ -1774,10 +1789,10 @@ func TestRollback(t *testing.T) {
 					f.s.Apply(e)
 				}
 			}
-			f.s.Commit(f.s.Seq+1, [32]byte{9})
-			assert.Equal(t, before.Seq+1, f.s.Seq)
+			seq := posOf(f.s).Seq + 1
+			f.s.Commit(seq)
 			for k := len(before.Txs); k < len(f.s.Txs); k++ {
-				assert.Equal(t, f.s.Seq, f.s.Txs[k].Seq)
+				assert.Equal(t, seq, f.s.Txs[k].Seq)
 			}
 		})
 	}

@@ -23,8 +23,8 @@ var (
 	// ErrIdempotencyConflict refuses an operator write whose
 	// Idempotency-Key was already used with a different request body.
 	ErrIdempotencyConflict = errors.New("idempotency key already used with a different request")
-	// ErrForeignEvent refuses a stored message that is not this site's.
-	ErrForeignEvent = errors.New("event does not belong to this site")
+	// ErrForeignEvent refuses a stored message that is not the aggregate's.
+	ErrForeignEvent = errors.New("event does not belong to this aggregate")
 )
 
 // FieldError ties a validation failure to the request field that caused it.

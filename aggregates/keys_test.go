@@ -284,9 +284,9 @@ func TestSnapshot_keepsIdempotencyKeys(t *testing.T) {
 	f.do(AdjustTreasury{Amount: 5, Reason: "unkeyed"})
 	f.do(RotateSecret{Secret: "sec2", Overlap: time.Hour})
 
-	b, err := f.s.MarshalSnapshot()
+	b, err := f.s.MarshalSnapshot(posOf(f.s))
 	require.NoError(t, err)
-	s2, err := UnmarshalSiteSnapshot(b)
+	s2, err := restoreSnapshot(UserKey, b)
 	require.NoError(t, err)
 	assert.Equal(t, observe(f.s), observe(s2))
 	assert.Equal(t, "sec", s2.CreatedAs().Secret)
@@ -315,7 +315,7 @@ func TestDecideCreateBank_idempotencyKey(t *testing.T) {
 		return cmd
 	}
 	t.Run("unseen key creates the method with the key in a v2 event", func(t *testing.T) {
-		evs, err := NewCatalog().DecideCreateBank(keyed(hashA), t0, operator)
+		evs, err := evsOf(NewCatalog().Decide(keyed(hashA), t0, operator))
 		require.NoError(t, err)
 		require.Len(t, evs, 1)
 		assert.Equal(t, "bank.created.v2", evs[0].Name)
@@ -350,7 +350,7 @@ func TestDecideCreateBank_idempotencyKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := catalogWith(t, tc.existing...)
 			n := len(c.Banks())
-			evs, err := c.DecideCreateBank(tc.cmd, t0, operator)
+			evs, err := evsOf(c.Decide(tc.cmd, t0, operator))
 			assert.Empty(t, evs)
 			if tc.want == nil {
 				assert.NoError(t, err)
@@ -361,7 +361,7 @@ func TestDecideCreateBank_idempotencyKey(t *testing.T) {
 		})
 	}
 	t.Run("a keyed method must have the _id its key derives", func(t *testing.T) {
-		_, err := NewCatalog().DecideCreateBank(wrongID, t0, operator)
+		_, err := evsOf(NewCatalog().Decide(wrongID, t0, operator))
 		require.Error(t, err)
 		assert.NotErrorIs(t, err, ErrInvalidRequest)
 	})
@@ -370,7 +370,7 @@ func TestDecideCreateBank_idempotencyKey(t *testing.T) {
 		b, ok := c.Resolve(string(ids.BankForKey(key)))
 		require.True(t, ok)
 		assert.Same(t, b, b.AsCreated())
-		evs, err := c.DecideUpdateBank(UpdateBank{ID: b.ID, MaxAmount: ptr(int64(9_000_000)), Enabled: ptr(false)}, t0, operator)
+		evs, err := evsOf(c.Decide(UpdateBank{ID: b.ID, MaxAmount: ptr(int64(9_000_000)), Enabled: ptr(false)}, t0, operator))
 		require.NoError(t, err)
 		c.Apply(evs[0])
 		now, _ := c.Resolve(b.ID)
@@ -378,7 +378,7 @@ func TestDecideCreateBank_idempotencyKey(t *testing.T) {
 		assert.Same(t, b, now.AsCreated())
 		assert.True(t, now.AsCreated().Enabled)
 		assert.Equal(t, int64(5_000_000), now.AsCreated().MaxAmount)
-		evs, err = c.DecideCreateBank(keyed(hashA), t0, operator)
+		evs, err = evsOf(c.Decide(keyed(hashA), t0, operator))
 		assert.NoError(t, err)
 		assert.Empty(t, evs)
 	})

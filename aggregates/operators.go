@@ -2,6 +2,7 @@ package aggregates
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -86,10 +87,6 @@ func (o *Operator) Active() bool { return o.RevokedAt == 0 }
 //   - the role is admin, operator or auditor;
 //   - an operator is revoked at most once, and never comes back.
 type Operators struct {
-	// Seq is the stream sequence of the last applied operators message.
-	Seq uint64
-	// Hash is the chain hash of the last applied operators event.
-	Hash   [32]byte
 	list   []*Operator
 	byID   map[string]*Operator
 	byHash map[string]*Operator
@@ -125,14 +122,39 @@ type CreateOperator struct {
 	TokenHash string
 }
 
+// RevokeOperator revokes an operator's token for good.
+type RevokeOperator struct{ ID ids.OperatorID }
+
+// OperatorsCommand is implemented by every operators command.
+type OperatorsCommand interface{ operatorsCommand() }
+
+func (CreateOperator) operatorsCommand() {}
+func (RevokeOperator) operatorsCommand() {}
+
+// Decide decides an operators command against the aggregate, which it does
+// not change: the events it returns are applied once stored.
+func (o *Operators) Decide(cmd OperatorsCommand, now time.Time, actor string) (Decision, error) {
+	var evs []events.Event
+	var err error
+	switch cmd := cmd.(type) {
+	case CreateOperator:
+		evs, err = o.decideCreate(cmd, now, actor)
+	case RevokeOperator:
+		evs, err = o.decideRevoke(cmd.ID, now, actor)
+	default:
+		err = fmt.Errorf("%w: %T is no operators command", ErrInvalidRequest, cmd)
+	}
+	return Decision{Events: evs, Tx: -1}, err
+}
+
 const maxOperatorNameLen = 128
 
 // reservedActors are actor names events use for non-operators; an operator
 // id must never be mistaken for one of them in the history.
 var reservedActors = map[string]bool{events.ActorMerchant: true, events.ActorSystem: true, "admin": true}
 
-// DecideCreateOperator validates a new operator.
-func (o *Operators) DecideCreateOperator(cmd CreateOperator, now time.Time, actor string) ([]events.Event, error) {
+// decideCreate validates a new operator.
+func (o *Operators) decideCreate(cmd CreateOperator, now time.Time, actor string) ([]events.Event, error) {
 	if cmd.ID == "" || reservedActors[cmd.ID] {
 		return nil, fieldErr("id", ErrInvalidRequest, "an operator id must be set and must not be a reserved actor name")
 	}
@@ -161,8 +183,8 @@ func (o *Operators) DecideCreateOperator(cmd CreateOperator, now time.Time, acto
 	}}}, nil
 }
 
-// DecideRevokeOperator validates revoking an operator's token.
-func (o *Operators) DecideRevokeOperator(id ids.OperatorID, now time.Time, actor string) ([]events.Event, error) {
+// decideRevoke validates revoking an operator's token.
+func (o *Operators) decideRevoke(id ids.OperatorID, now time.Time, actor string) ([]events.Event, error) {
 	op, ok := o.byID[string(id)]
 	if !ok {
 		return nil, fieldErr("id", ErrOperatorNotFound, "no operator with id %q", id)
@@ -195,6 +217,23 @@ func isHexSHA256(s string) bool {
 		}
 	}
 	return true
+}
+
+// ApplyMessage folds a stored message into the aggregate. A message holding
+// any event that is not the operators' is refused whole, the aggregate
+// unchanged.
+func (o *Operators) ApplyMessage(seq uint64, evs []events.Event) error {
+	for i, e := range evs {
+		switch e.Payload.(type) {
+		case *events.OperatorCreated, *events.OperatorRevoked:
+		default:
+			return fmt.Errorf("%w: message %d event %d is a %s, not an operators event", ErrForeignEvent, seq, i, e.Name)
+		}
+	}
+	for _, e := range evs {
+		o.Apply(e)
+	}
+	return nil
 }
 
 // Apply folds one operators event into the aggregate. It never fails: events
@@ -230,7 +269,7 @@ func (o *Operators) Apply(e events.Event) {
 // Clone returns a copy that shares the immutable Operator values, so a
 // reader can keep using it while the original is updated.
 func (o *Operators) Clone() *Operators {
-	n := &Operators{Seq: o.Seq, Hash: o.Hash, list: append([]*Operator(nil), o.list...),
+	n := &Operators{list: append([]*Operator(nil), o.list...),
 		byID: make(map[string]*Operator, len(o.byID)), byHash: make(map[string]*Operator, len(o.byHash))}
 	for k, v := range o.byID {
 		n.byID[k] = v

@@ -28,7 +28,7 @@ func operatorsWith(t *testing.T, cmds ...CreateOperator) *Operators {
 	t.Helper()
 	o := NewOperators()
 	for _, cmd := range cmds {
-		evs, err := o.DecideCreateOperator(cmd, t0, operator)
+		evs, err := evsOf(o.Decide(cmd, t0, operator))
 		require.NoError(t, err)
 		for _, e := range evs {
 			o.Apply(e)
@@ -97,14 +97,14 @@ func TestDecideCreateOperator(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := operatorsWith(t, existing, revoked)
-			evs, err := o.DecideRevokeOperator("ocarol", t0, operator)
+			evs, err := evsOf(o.Decide(RevokeOperator{ID: "ocarol"}, t0, operator))
 			require.NoError(t, err)
 			o.Apply(evs[0])
 			before := len(o.List())
 
 			cmd := validCreateOperator()
 			tc.mod(&cmd)
-			evs, err = o.DecideCreateOperator(cmd, t0, operator)
+			evs, err = evsOf(o.Decide(cmd, t0, operator))
 			if tc.want != nil {
 				require.ErrorIs(t, err, tc.want)
 				var fe *FieldError
@@ -152,12 +152,12 @@ func TestDecideRevokeOperator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := operatorsWith(t, validCreateOperator())
 			for i := 0; i < tc.revoke; i++ {
-				evs, err := o.DecideRevokeOperator(ids.OperatorID(tc.id), t0, operator)
+				evs, err := evsOf(o.Decide(RevokeOperator{ID: ids.OperatorID(tc.id)}, t0, operator))
 				require.NoError(t, err)
 				o.Apply(evs[0])
 			}
 			at := t0.Add(time.Hour)
-			evs, err := o.DecideRevokeOperator(ids.OperatorID(tc.id), at, "oadmin")
+			evs, err := evsOf(o.Decide(RevokeOperator{ID: ids.OperatorID(tc.id)}, at, "oadmin"))
 			if tc.want != nil {
 				require.ErrorIs(t, err, tc.want)
 				var fe *FieldError
@@ -190,16 +190,13 @@ func TestDecideRevokeOperator(t *testing.T) {
 
 func TestOperators_Clone_isolatesReaders(t *testing.T) {
 	o := operatorsWith(t, validCreateOperator())
-	o.Seq, o.Hash = 7, [32]byte{1}
 	c := o.Clone()
-	assert.Equal(t, uint64(7), c.Seq)
-	assert.Equal(t, [32]byte{1}, c.Hash)
 
-	evs, err := c.DecideRevokeOperator("oalice", t0, operator)
+	evs, err := evsOf(c.Decide(RevokeOperator{ID: "oalice"}, t0, operator))
 	require.NoError(t, err)
 	c.Apply(evs[0])
 	second := CreateOperator{ID: "obob", Name: "Bob", Role: "auditor", TokenHash: tokenHash("op_bob")}
-	evs, err = c.DecideCreateOperator(second, t0, operator)
+	evs, err = evsOf(c.Decide(second, t0, operator))
 	require.NoError(t, err)
 	c.Apply(evs[0])
 

@@ -41,7 +41,7 @@ func TestApplyMessage_refusesForeign(t *testing.T) {
 				s = newFixture(t, SiteSettings{}).s
 			}
 			before := observe(s)
-			err := s.ApplyMessage(s.Seq+1, tc.evs)
+			err := s.ApplyMessage(posOf(s).Seq+1, tc.evs)
 			require.ErrorIs(t, err, ErrForeignEvent)
 			assert.Equal(t, before, observe(s), "a refused message changes nothing")
 		})

@@ -141,16 +141,13 @@ const DefaultDepositTTLSeconds = 1800
 // Site is the aggregate of one merchant site: its settings, its treasury and
 // its transactions. All of a site's events live on one subject, so its
 // history is totally ordered and every append carries the sequence it was
-// decided at.
+// decided at; that position is kept by whoever applies the messages (see
+// events.Position), not here.
 type Site struct {
 	// ID is the site id, also the last token of its subject.
 	ID ids.SiteID
 	// Cfg is nil until the site.created event is applied.
 	Cfg *Config
-	// Seq is the stream sequence of the last applied message of the site.
-	Seq uint64
-	// Hash is the chain hash of the last applied event.
-	Hash [32]byte
 	// Balance is the treasury: adjustments + approved deposits − paid withdrawals.
 	Balance int64
 	// PendingWithdrawals is the sum of withdrawals pending or processing.

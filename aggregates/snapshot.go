@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"gateway/events"
 	"gateway/ids"
 )
 
@@ -43,13 +44,13 @@ type siteSnapshot struct {
 	Adjusted map[string]AdjustmentAnswer `msgpack:"adjusted,omitempty"`
 }
 
-// MarshalSnapshot encodes the committed state. It must not be called while
-// a batch is open.
-func (s *Site) MarshalSnapshot() ([]byte, error) {
+// MarshalSnapshot encodes the committed state, which stands at pos in the
+// stream. It must not be called while a batch is open.
+func (s *Site) MarshalSnapshot(pos events.Position) ([]byte, error) {
 	pending := make([]int32, 0, len(s.pending.byKey)+len(s.pending.collide))
 	s.PendingDeposits(func(i int32, _ *Tx) { pending = append(pending, i) })
 	slices.Sort(pending)
-	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: string(s.ID), Cfg: s.Cfg, Seq: s.Seq, Hash: s.Hash[:],
+	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: string(s.ID), Cfg: s.Cfg, Seq: pos.Seq, Hash: pos.Hash[:],
 		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingDeposits: pending, ProcessIDs: s.pids.arena,
 		Rotation: s.rotation, Reasons: s.reasons, Created: s.created, Adjusted: s.adjusted})
 	if err != nil {
@@ -58,46 +59,48 @@ func (s *Site) MarshalSnapshot() ([]byte, error) {
 	return b, nil
 }
 
-// UnmarshalSiteSnapshot rebuilds a site from MarshalSnapshot's output. A
-// snapshot whose offsets or indexes do not fit its own contents is refused,
-// and the caller replays the site from the stream instead.
-func UnmarshalSiteSnapshot(b []byte) (*Site, error) {
+// UnmarshalSiteSnapshot rebuilds a site, and where it stands in the
+// stream, from MarshalSnapshot's output. A snapshot whose offsets or
+// indexes do not fit its own contents is refused, and the caller replays
+// the site from the stream instead.
+func UnmarshalSiteSnapshot(b []byte) (*Site, events.Position, error) {
 	return unmarshalSiteSnapshot(b, UserKey)
 }
 
 // unmarshalSiteSnapshot is UnmarshalSiteSnapshot for a site whose userKey is
 // key (tests make userIds collide).
-func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, error) {
+func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, events.Position, error) {
 	var snap siteSnapshot
 	if err := msgpack.Unmarshal(b, &snap); err != nil {
-		return nil, fmt.Errorf("decode site snapshot: %w", err)
+		return nil, events.Position{}, fmt.Errorf("decode site snapshot: %w", err)
 	}
 	if snap.Version != snapshotVersion || len(snap.Hash) != 32 {
-		return nil, fmt.Errorf("site snapshot version %d not supported", snap.Version)
+		return nil, events.Position{}, fmt.Errorf("site snapshot version %d not supported", snap.Version)
 	}
 	id, err := ids.ParseSite(snap.ID)
 	if err != nil {
-		return nil, fmt.Errorf("site snapshot: %w", err)
+		return nil, events.Position{}, fmt.Errorf("site snapshot: %w", err)
 	}
 	s := NewSite(id)
 	s.userKey = key
 	s.pids = newPidIndex(len(snap.Txs))
 	s.pids.arena = snap.ProcessIDs
-	s.Cfg, s.Seq, s.Balance, s.PendingWithdrawals, s.Txs = snap.Cfg, snap.Seq, snap.Balance, snap.Pending, snap.Txs
-	copy(s.Hash[:], snap.Hash)
+	s.Cfg, s.Balance, s.PendingWithdrawals, s.Txs = snap.Cfg, snap.Balance, snap.Pending, snap.Txs
+	pos := events.Position{Seq: snap.Seq}
+	copy(pos.Hash[:], snap.Hash)
 	for i := range s.Txs {
 		if !s.pids.valid(s.Txs[i].PidOff) {
-			return nil, fmt.Errorf("site snapshot %s: transaction %d: processId or userId outside the arena", snap.ID, i)
+			return nil, events.Position{}, fmt.Errorf("site snapshot %s: transaction %d: processId or userId outside the arena", snap.ID, i)
 		}
 	}
 	s.pids.rebuild(s.Txs)
 	for k, i := range snap.PendingDeposits {
 		if i < 0 || int(i) >= len(s.Txs) || (k > 0 && i <= snap.PendingDeposits[k-1]) {
-			return nil, fmt.Errorf("site snapshot %s: pending deposit %d: no such transaction or out of order", snap.ID, i)
+			return nil, events.Position{}, fmt.Errorf("site snapshot %s: pending deposit %d: no such transaction or out of order", snap.ID, i)
 		}
 		user := string(s.pids.user(s.Txs[i].PidOff))
 		if tx := &s.Txs[i]; tx.Kind != KindDeposit || user == "" {
-			return nil, fmt.Errorf("site snapshot %s: pending deposit %d: not a deposit with a userId", snap.ID, i)
+			return nil, events.Position{}, fmt.Errorf("site snapshot %s: pending deposit %d: not a deposit with a userId", snap.ID, i)
 		}
 		s.setPendingUser(key(user), user, i)
 	}
@@ -109,15 +112,15 @@ func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, error) {
 	}
 	for k := range snap.Adjusted {
 		if CheckIdempotencyKey(k) != nil {
-			return nil, fmt.Errorf("site snapshot %s: adjustment key %q is no Idempotency-Key", snap.ID, k)
+			return nil, events.Position{}, fmt.Errorf("site snapshot %s: adjustment key %q is no Idempotency-Key", snap.ID, k)
 		}
 	}
 	if len(snap.Adjusted) > 0 {
 		s.adjusted = snap.Adjusted
 	}
 	if snap.Created != nil && snap.Cfg == nil {
-		return nil, fmt.Errorf("site snapshot %s: settings as created without settings", snap.ID)
+		return nil, events.Position{}, fmt.Errorf("site snapshot %s: settings as created without settings", snap.ID)
 	}
 	s.created = snap.Created
-	return s, nil
+	return s, pos, nil
 }

@@ -341,7 +341,7 @@ func TestAudit_snapshots(t *testing.T) {
 		return out
 	}
 	save := func(id string, metaSeq uint64, s *aggregates.Site) {
-		data, err := s.MarshalSnapshot()
+		data, err := s.MarshalSnapshot(posOf(s))
 		require.NoError(t, err)
 		require.NoError(t, e.st.SaveSnapshot(ctx, audit.SnapshotPrefix+id, metaSeq, data))
 	}
@@ -413,7 +413,7 @@ func TestAudit_undecodableMessage(t *testing.T) {
 	e := newEnv(t)
 	gen := e.generate(t, audit.GenOptions{Events: 500, Sites: 1, Batch: 100, Seed: 1})
 	s := gen.Sites[0].State
-	seq, err := e.st.Append(context.Background(), siteSubject(string(s.ID)), s.Seq, []byte("garbage"))
+	seq, err := e.st.Append(context.Background(), siteSubject(string(s.ID)), posOf(s).Seq, []byte("garbage"))
 	require.NoError(t, err)
 	rep := e.runAudit(t, audit.Options{})
 	assert.Equal(t, []string{string(s.ID + "/" + audit.CheckDecode)}, failed(rep))
@@ -470,9 +470,9 @@ func TestAudit_checkpointPromise(t *testing.T) {
 	// Site 2's snapshot replaced by one of another site: unusable, so no
 	// snapshot backs the checkpoint's promise for it.
 	s1 := gen.Sites[0].State
-	data, err := s1.MarshalSnapshot()
+	data, err := s1.MarshalSnapshot(posOf(s1))
 	require.NoError(t, err)
-	require.NoError(t, e.st.SaveSnapshot(context.Background(), audit.SnapshotPrefix+gen.Sites[1].ID, s1.Seq, data))
+	require.NoError(t, e.st.SaveSnapshot(context.Background(), audit.SnapshotPrefix+gen.Sites[1].ID, posOf(s1).Seq, data))
 	rep = e.runAudit(t, audit.Options{})
 	assert.True(t, rep.OK, "an unreadable snapshot is skipped, like the gateway does: %v", failed(rep))
 

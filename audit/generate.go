@@ -12,11 +12,13 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
+	"gateway/ledger"
 )
 
-// Appender is what Generate writes to. *jsstore.Store implements it.
+// Appender is what Generate writes to: the ledger's write loop over it,
+// and snapshots. *jsstore.Store implements it.
 type Appender interface {
-	Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error)
+	ledger.WriteStore
 	SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error
 }
 
@@ -55,8 +57,10 @@ type GenSite struct {
 	Withdrawals        map[string]Total
 	// SnapshotSeq is the sequence of the site's snapshot (0: none).
 	SnapshotSeq uint64
-	// State is the generator's aggregate, decided and applied in process.
-	State *aggregates.Site
+	// State is the generator's aggregate, decided and applied in process,
+	// and Position where it stands in the stream.
+	State    *aggregates.Site
+	Position events.Position
 }
 
 // GenResult describes a generated history.
@@ -73,7 +77,9 @@ type GenResult struct {
 // taken, paid and rejected, treasury adjustments, settings changes) are
 // decided by the aggregates in process and appended as sealed messages of
 // Batch events, round robin over the sites. It goes through no HTTP and
-// no ledger, so a million events take seconds.
+// keeps no ledger state, but every message goes through the ledger's write
+// loop (ledger.Writer), as every append of the program does; a million
+// events take seconds.
 func Generate(ctx context.Context, st Appender, o GenOptions) (*GenResult, error) {
 	if o.Events <= 0 {
 		o.Events = 100_000
@@ -88,6 +94,7 @@ func Generate(ctx context.Context, st Appender, o GenOptions) (*GenResult, error
 		o.Start = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	}
 	g := &generator{o: o, st: st, rnd: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), now: o.Start}
+	g.w = ledger.Writer{Store: st, Now: func() time.Time { return g.now }}
 	if err := g.catalog(ctx); err != nil {
 		return nil, err
 	}
@@ -126,6 +133,7 @@ func Generate(ctx context.Context, st Appender, o GenOptions) (*GenResult, error
 type generator struct {
 	o     GenOptions
 	st    Appender
+	w     ledger.Writer
 	rnd   *rand.Rand
 	now   time.Time
 	bank  *aggregates.Bank
@@ -141,6 +149,7 @@ type genSite struct {
 	id      string
 	subj    string
 	s       *aggregates.Site
+	pos     events.Position
 	pendDep queue
 	expired []int32
 	pendWd  queue
@@ -180,38 +189,111 @@ func (q *queue) pop() int32 {
 const genOperator = "op-audit-generator"
 
 func (g *generator) catalog(ctx context.Context) error {
-	c := aggregates.NewCatalog()
-	evs, err := c.DecideCreateBank(aggregates.CreateBank{ID: "b0000000000000000000001", Code: "ZAINCASH",
+	c, pos := aggregates.NewCatalog(), events.Position{}
+	cmd := aggregates.CreateBank{ID: "b0000000000000000000001", Code: "ZAINCASH",
 		Name: events.LocalizedName{En: "ZainCash", Ar: "زين كاش", Ku: "زەین کاش"}, IdentifierKind: "PHONE",
 		MinAmount: 1000, MaxAmount: 10_000_000, Deposit: true, Withdraw: true,
-		Accounts: []events.Account{{AccountName: "Store ZC 1", AccountNumber: "07801234567"}, {AccountName: "Store ZC 2", AccountNumber: "07801234568"}}},
-		g.now, genOperator)
+		Accounts: []events.Account{{AccountName: "Store ZC 1", AccountNumber: "07801234567"}, {AccountName: "Store ZC 2", AccountNumber: "07801234568"}}}
+	err := g.write(ctx, &genWrite{subject: events.CatalogSubject, pos: &pos,
+		decide: func(now time.Time) ([]events.Event, error) {
+			d, err := c.Decide(cmd, now, genOperator)
+			return d.Events, err
+		},
+		stored: func(seq uint64, evs []events.Event) error { return c.ApplyMessage(seq, evs) },
+	})
 	if err != nil {
 		return fmt.Errorf("generate catalog: %w", err)
 	}
-	data, _, err := events.Seal([32]byte{}, evs)
+	g.bank, _ = c.Resolve("ZAINCASH")
+	return nil
+}
+
+// write appends one message through the ledger's write loop and counts it.
+func (g *generator) write(ctx context.Context, w *genWrite) error {
+	if err := g.w.Write(ctx, w); err != nil {
+		return err
+	}
+	if w.err != nil {
+		return w.err
+	}
+	g.total += w.n
+	g.msgs++
+	g.last = w.pos.Seq
+	if g.o.Progress != nil {
+		g.o.Progress(g.total)
+	}
+	return nil
+}
+
+// genWrite is one generated message as the ledger's write loop sees it.
+// The generator is its history's only writer: another writer's message is
+// an error, not something to catch up with.
+type genWrite struct {
+	subject string
+	pos     *events.Position
+	decide  func(now time.Time) ([]events.Event, error)
+	stored  func(seq uint64, evs []events.Event) error
+	// err is decide's error; n the number of events stored.
+	err error
+	n   int
+}
+
+func (w *genWrite) Subject() string           { return w.subject }
+func (w *genWrite) Position() events.Position { return *w.pos }
+
+func (w *genWrite) Decide(now time.Time) []events.Event {
+	evs, err := w.decide(now)
+	if w.err = err; err != nil {
+		return nil
+	}
+	return evs
+}
+
+func (w *genWrite) Stored(seq uint64, evs []events.Event) error {
+	next, err := w.pos.Next(seq, evs)
 	if err != nil {
 		return err
 	}
-	seq, err := g.st.Append(ctx, events.CatalogSubject, 0, data)
-	if err != nil {
-		return fmt.Errorf("generate catalog: %w", err)
+	if err := w.stored(seq, evs); err != nil {
+		return err
 	}
-	for _, e := range evs {
-		c.Apply(e)
-	}
-	g.bank, _ = c.Resolve("ZAINCASH")
-	g.total += len(evs)
-	g.msgs++
-	g.last = seq
+	*w.pos, w.n = next, len(evs)
 	return nil
+}
+
+func (w *genWrite) CatchUp(context.Context) error {
+	return fmt.Errorf("%s: another writer appended to a generated history: %w", w.subject, events.ErrConflict)
 }
 
 // batch decides about n events' worth of commands for site gs and appends
 // them as one message.
 func (g *generator) batch(ctx context.Context, gs *genSite, n int) error {
+	err := g.write(ctx, &genWrite{subject: gs.subj, pos: &gs.pos,
+		decide: func(time.Time) ([]events.Event, error) { return g.decideBatch(gs, n) },
+		stored: func(seq uint64, evs []events.Event) error {
+			gs.s.Begin()
+			for _, e := range evs {
+				gs.s.Apply(e)
+			}
+			gs.s.Commit(seq)
+			gs.events += len(evs)
+			gs.msgs++
+			return nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("generate site %s: %w", gs.id, err)
+	}
+	return nil
+}
+
+// decideBatch decides about n events' worth of commands for site gs, each
+// against the state the earlier ones leave, and returns their events with
+// the site's state as it was.
+func (g *generator) decideBatch(gs *genSite, n int) ([]events.Event, error) {
 	s := gs.s
 	s.Begin()
+	defer s.Rollback()
 	var evs []events.Event
 	decide := func(cmd aggregates.Command, actor string) (aggregates.Decision, error) {
 		d, err := s.Decide(cmd, g.now, actor)
@@ -230,41 +312,19 @@ func (g *generator) batch(ctx context.Context, gs *genSite, n int) error {
 		name, limit, ttl := "Site "+gs.id, int64(-1_000_000), int64(60)
 		if _, err := decide(aggregates.CreateSite{AppKey: "ak_" + gs.id, Secret: g.secret(), WebhookSecret: "whsec_" + g.secret(),
 			Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &limit, DepositTTLSeconds: &ttl}}, genOperator); err != nil {
-			s.Rollback()
-			return fmt.Errorf("generate site %s: %w", gs.id, err)
+			return nil, err
 		}
 		if err := g.adjust(gs, decide, 1_000_000_000); err != nil {
-			s.Rollback()
-			return err
+			return nil, err
 		}
 	}
 	for len(evs) < n {
 		g.now = g.now.Add(50 * time.Millisecond)
 		if err := g.step(gs, decide); err != nil {
-			s.Rollback()
-			return fmt.Errorf("generate site %s: %w", gs.id, err)
+			return nil, err
 		}
 	}
-	data, last, err := events.Seal(s.Hash, evs)
-	if err != nil {
-		s.Rollback()
-		return err
-	}
-	seq, err := g.st.Append(ctx, gs.subj, s.Seq, data)
-	if err != nil {
-		s.Rollback()
-		return fmt.Errorf("generate site %s: %w", gs.id, err)
-	}
-	s.Commit(seq, last)
-	gs.events += len(evs)
-	gs.msgs++
-	g.total += len(evs)
-	g.msgs++
-	g.last = seq
-	if g.o.Progress != nil {
-		g.o.Progress(g.total)
-	}
-	return nil
+	return evs, nil
 }
 
 type decideFunc func(aggregates.Command, string) (aggregates.Decision, error)
@@ -464,21 +524,21 @@ func (g *generator) snapshot(ctx context.Context) error {
 		if !gs.s.Created() {
 			continue
 		}
-		data, err := gs.s.MarshalSnapshot()
+		data, err := gs.s.MarshalSnapshot(gs.pos)
 		if err != nil {
 			return err
 		}
-		if err := g.st.SaveSnapshot(ctx, SnapshotPrefix+gs.id, gs.s.Seq, data); err != nil {
+		if err := g.st.SaveSnapshot(ctx, SnapshotPrefix+gs.id, gs.pos.Seq, data); err != nil {
 			return err
 		}
-		gs.snapSeq = gs.s.Seq
+		gs.snapSeq = gs.pos.Seq
 	}
 	return g.st.SaveSnapshot(ctx, "checkpoint", g.last, nil)
 }
 
 func (gs *genSite) result() GenSite {
 	r := GenSite{ID: gs.id, Events: gs.events, Messages: gs.msgs, Balance: gs.balance, PendingWithdrawals: gs.pending,
-		Adjustments: gs.adj, Deposits: map[string]Total{}, Withdrawals: map[string]Total{}, SnapshotSeq: gs.snapSeq, State: gs.s}
+		Adjustments: gs.adj, Deposits: map[string]Total{}, Withdrawals: map[string]Total{}, SnapshotSeq: gs.snapSeq, State: gs.s, Position: gs.pos}
 	for _, st := range depositStatuses {
 		r.Deposits[st] = Total{}
 	}

@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -41,7 +42,20 @@ func (e *env) generate(t *testing.T, o audit.GenOptions) *audit.GenResult {
 	t.Helper()
 	res, err := audit.Generate(context.Background(), e.st, o)
 	require.NoError(t, err)
+	for _, g := range res.Sites {
+		positions.Store(g.State, g.Position)
+	}
 	return res
+}
+
+// positions is where the tests' site states stand in the stream: the
+// position is kept beside an aggregate, not in it.
+var positions sync.Map // *aggregates.Site → events.Position
+
+func posOf(s *aggregates.Site) events.Position {
+	p, _ := positions.Load(s)
+	pos, _ := p.(events.Position)
+	return pos
 }
 
 // runAudit audits the env's store.
@@ -115,12 +129,16 @@ func rewritePayload(t *testing.T, data []byte, idx int, p events.Payload) []byte
 // gateway would (correct chain and expected sequence).
 func appendEvents(t *testing.T, st *jsstore.Store, s *aggregates.Site, evs ...events.Event) uint64 {
 	t.Helper()
-	data, last, err := events.Seal(s.Hash, evs)
+	pos := posOf(s)
+	data, last, err := events.Seal(pos.Hash, evs)
 	require.NoError(t, err)
-	seq, err := st.Append(context.Background(), siteSubject(string(s.ID)), s.Seq, data)
+	seq, err := st.Append(context.Background(), siteSubject(string(s.ID)), pos.Seq, data)
 	require.NoError(t, err)
 	require.NoError(t, s.ApplyMessage(seq, evs))
-	require.Equal(t, last, s.Hash)
+	next, err := pos.Next(seq, evs)
+	require.NoError(t, err)
+	require.Equal(t, last, next.Hash)
+	positions.Store(s, next)
 	return seq
 }
 
@@ -128,7 +146,7 @@ func appendEvents(t *testing.T, st *jsstore.Store, s *aggregates.Site, evs ...ev
 // leaving out the message at sequence skip (0: none).
 func replaySite(t *testing.T, msgs []events.Msg, id string, upTo, skip uint64) *aggregates.Site {
 	t.Helper()
-	s := aggregates.NewSite(ids.SiteID(id))
+	s, pos := aggregates.NewSite(ids.SiteID(id)), events.Position{}
 	for _, m := range msgs {
 		if m.Subject != siteSubject(id) || m.Seq > upTo || m.Seq == skip {
 			continue
@@ -136,7 +154,15 @@ func replaySite(t *testing.T, msgs []events.Msg, id string, upTo, skip uint64) *
 		evs, err := events.Decode(m.Data)
 		require.NoError(t, err)
 		require.NoError(t, s.ApplyMessage(m.Seq, evs))
+		// A skipped message breaks the chain on purpose: follow the
+		// messages applied, as the audit's models do.
+		pos.Seq = m.Seq
+		if len(evs) > 0 {
+			pos.Hash, err = events.Hash(evs[len(evs)-1])
+			require.NoError(t, err)
+		}
 	}
+	positions.Store(s, pos)
 	return s
 }
 

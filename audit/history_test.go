@@ -30,13 +30,11 @@ func TestHistory_readableLines(t *testing.T) {
 	e := newEnv(t)
 	cat := aggregates.NewCatalog()
 	now := time.Date(2026, 11, 23, 1, 2, 3, 4_000_000, time.UTC)
-	evs, err := cat.DecideCreateBank(aggregates.CreateBank{ID: "b1", Code: "ZAINCASH", Name: events.LocalizedName{En: "ZainCash"},
+	d, err := cat.Decide(aggregates.CreateBank{ID: "b1", Code: "ZAINCASH", Name: events.LocalizedName{En: "ZainCash"},
 		IdentifierKind: "PHONE", MinAmount: 1000, MaxAmount: 1_000_000, Deposit: true, Withdraw: true,
 		Accounts: []events.Account{{AccountName: "Store", AccountNumber: "07801234567"}}}, now, "op-1")
 	require.NoError(t, err)
-	for _, ev := range evs {
-		cat.Apply(ev)
-	}
+	require.NoError(t, cat.ApplyMessage(1, d.Events))
 	bank, _ := cat.Resolve("ZAINCASH")
 
 	s := aggregates.NewSite("h1")
@@ -45,12 +43,12 @@ func TestHistory_readableLines(t *testing.T) {
 		Settings: aggregates.SiteSettings{Name: &name, HostedPage: &hosted}}, now, "op-1")
 	decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 500_000, Reason: "opening balance", IdempotencyKey: "top-up 1",
 		RequestHash: "ab12"}, now, "op-1")
-	d := decideAppend(t, e, s, aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: "p1", Amount: 25000, UserID: "u1",
+	d = decideAppend(t, e, s, aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: "p1", Amount: 25000, UserID: "u1",
 		UserName: "ali", Name: "Ali Kareem", Bank: bank, BankRef: "ZAINCASH"}, Lang: "en", HostedToken: "tok-unguessable"}, now, events.ActorMerchant)
 	txID := txIDOf(s.ID, d.Tx)
 	approveSeq := func() uint64 {
 		decideAppend(t, e, s, aggregates.ApproveDeposit{TxID: ids.TxID(txID), Amount: 24000}, now.Add(time.Minute), "op-2")
-		return s.Seq
+		return posOf(s).Seq
 	}()
 
 	var lines []string

@@ -30,8 +30,9 @@ type siteAudit struct {
 	counts
 	chain chain
 
-	// agg is the full replay from sequence 1.
-	agg *aggregates.Site
+	// agg is the full replay from sequence 1, and aggPos where it stands.
+	agg    *aggregates.Site
+	aggPos events.Position
 	// live is the site's snapshot with the messages after it applied.
 	live *liveModel
 	// checkpoint is the sequence of the ledger's checkpoint (0: none).
@@ -75,6 +76,8 @@ func (a *siteAudit) message(d *decoded) int {
 	}
 	if applyErr != nil {
 		a.replayP.addf(&Position{Seq: seq}, "", "the aggregate could not apply the message: %v", applyErr)
+	} else {
+		a.aggPos = advance(a.aggPos, seq, evs)
 	}
 	if a.live != nil {
 		a.live.message(seq, evs)

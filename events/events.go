@@ -273,3 +273,33 @@ type Msg struct {
 	// Data is the sealed message (see Seal).
 	Data []byte
 }
+
+// ErrChainBroken refuses a message whose first event does not link to the
+// chain hash of the last event applied before it.
+var ErrChainBroken = errors.New("hash chain broken")
+
+// Position is where an aggregate's state stands in the stream: the sequence
+// of the last message applied to it, and the chain hash of that message's
+// last event. It belongs to whoever applies messages (the ledger, the
+// audit), not to the aggregate: Seal chains a new message from Hash, and
+// the append expects Seq as the subject's last sequence.
+type Position struct {
+	Seq  uint64
+	Hash [32]byte
+}
+
+// Next returns the position after evs, stored in the message at seq,
+// refusing a message whose first event does not extend p's chain.
+func (p Position) Next(seq uint64, evs []Event) (Position, error) {
+	if len(evs) == 0 {
+		return Position{Seq: seq, Hash: p.Hash}, nil
+	}
+	if evs[0].Prev != p.Hash {
+		return p, fmt.Errorf("%w at seq %d", ErrChainBroken, seq)
+	}
+	h, err := Hash(evs[len(evs)-1])
+	if err != nil {
+		return p, err
+	}
+	return Position{Seq: seq, Hash: h}, nil
+}

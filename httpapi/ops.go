@@ -210,9 +210,7 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) {
 	opID := ids.NewOperator()
 	cmd := aggregates.CreateOperator{ID: string(opID), Name: deref(b.Name), Role: deref(b.Role),
 		TokenHash: hex.EncodeToString(sum[:])}
-	err := s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
-		return o.DecideCreateOperator(cmd, s.cfg.Ledger.Now(), info(r).actor)
-	})
+	_, err := s.cfg.Ledger.ExecuteOperators(r.Context(), cmd, info(r).actor)
 	if err != nil {
 		s.writeErr(w, r, operatorErr(err))
 		return
@@ -250,9 +248,7 @@ func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, notFound("operator"))
 		return
 	}
-	err = s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
-		return o.DecideRevokeOperator(id, s.cfg.Ledger.Now(), info(r).actor)
-	})
+	_, err = s.cfg.Ledger.ExecuteOperators(r.Context(), aggregates.RevokeOperator{ID: id}, info(r).actor)
 	if err != nil {
 		s.writeErr(w, r, operatorErr(err))
 		return
@@ -705,9 +701,7 @@ func (s *Server) createBank(w http.ResponseWriter, r *http.Request) {
 	if b.Accounts != nil {
 		cmd.Accounts = *b.Accounts
 	}
-	s.catalogCommand(w, r, cmd.ID, key != "", func(c *aggregates.Catalog) ([]events.Event, error) {
-		return c.DecideCreateBank(cmd, s.cfg.Ledger.Now(), info(r).actor)
-	})
+	s.catalogCommand(w, r, cmd.ID, key != "", cmd)
 }
 
 func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
@@ -745,18 +739,15 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 	id := bk.ID
 	cmd := aggregates.UpdateBank{ID: id, Name: b.Name, MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit,
 		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled}
-	s.catalogCommand(w, r, id, false, func(c *aggregates.Catalog) ([]events.Event, error) {
-		return c.DecideUpdateBank(cmd, s.cfg.Ledger.Now(), info(r).actor)
-	})
+	s.catalogCommand(w, r, id, false, cmd)
 }
 
 // catalogCommand runs a catalog command and answers the method id names:
 // as it was created (a keyed creation, whose first answer and repeats
 // must be the same) or as it now is.
-func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id string, asCreated bool,
-	decide func(*aggregates.Catalog) ([]events.Event, error)) {
+func (s *Server) catalogCommand(w http.ResponseWriter, r *http.Request, id string, asCreated bool, cmd aggregates.CatalogCommand) {
 	ctx := r.Context()
-	if err := s.cfg.Ledger.ExecuteCatalog(ctx, decide); err != nil {
+	if _, err := s.cfg.Ledger.ExecuteCatalog(ctx, cmd, info(r).actor); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}

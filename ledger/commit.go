@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,14 +11,11 @@ import (
 	"gateway/events"
 )
 
-// Commit timing. A batch is given until the latest deadline of its callers
-// (at most maxCommitTime); when its append fails, resolveTime is spent
+// A batch is given until the latest deadline of its callers, at most
+// maxCommitTime; when its append fails, up to resolveTime more is spent
 // finding out whether the message was stored anyway before anyone is
-// answered.
-const (
-	maxCommitTime = 30 * time.Second
-	resolveTime   = 5 * time.Second
-)
+// answered (see resolve).
+const maxCommitTime = 30 * time.Second
 
 // commit decides a batch against the site's state and appends the events as
 // one message expected at the state's sequence. On a conflict another writer
@@ -63,25 +59,15 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 			return
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		err := l.tryCommit(ctx, e, batch)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, events.ErrConflict) || attempt >= l.cfg.MaxRetries {
-			if errors.Is(err, events.ErrConflict) {
-				err = fmt.Errorf("site %s: %d conflicting attempts: %w", e.id, attempt+1, events.ErrUnavailable)
-			}
-			e.behind = true
-			fail(batch, err)
-			return
-		}
-		if err := l.catchUpLocked(ctx, e); err != nil {
-			e.behind = true
-			fail(batch, fmt.Errorf("%w: %v", events.ErrUnavailable, err))
-			return
-		}
+	w := &siteWrite{l: l, e: e, batch: batch}
+	if err := l.writer().Write(ctx, w); err != nil {
+		// The outcome of an append, or what the subject holds, is in
+		// doubt: the next batch catches up first.
+		e.behind = true
+		fail(batch, err)
+		return
 	}
+	w.answer()
 }
 
 // ErrInternal answers commands whose decision failed in a way no input
@@ -114,52 +100,66 @@ func fail(batch []*op, err error) {
 	}
 }
 
-// tryCommit makes one attempt; it returns events.ErrConflict to retry.
-func (l *Ledger) tryCommit(ctx context.Context, e *entry, batch []*op) error {
-	s := e.state
-	all := l.decide(e, batch, l.cfg.Now())
-	var seq uint64
-	if len(all) > 0 {
-		data, _, err := events.Seal(s.Hash, all)
+// siteWrite is a batch of a site's commands as the write loop sees it
+// (e.mu held throughout).
+type siteWrite struct {
+	l     *Ledger
+	e     *entry
+	batch []*op
+	// seq is the sequence of the message the batch was stored in.
+	seq uint64
+}
+
+func (w *siteWrite) Subject() string                     { return w.e.subj }
+func (w *siteWrite) Position() events.Position           { return w.e.pos }
+func (w *siteWrite) Decide(now time.Time) []events.Event { return w.l.decide(w.e, w.batch, now) }
+func (w *siteWrite) CatchUp(ctx context.Context) error   { return w.l.catchUpLocked(ctx, w.e) }
+
+// Stored applies the batch's events: now the state may change, as every
+// other process applies the message, and readers see it at once.
+func (w *siteWrite) Stored(seq uint64, evs []events.Event) error {
+	e := w.e
+	err := e.mutate(func() error {
+		next, err := e.pos.Next(seq, evs)
 		if err != nil {
 			return err
 		}
-		expect := s.Seq
-		seq, err = l.store.Append(ctx, e.subj, expect, data)
-		if err != nil {
-			seq, err = l.resolve(e.subj, expect, data, err)
-		}
-		if err != nil {
+		if err := e.state.ApplyMessage(seq, evs); err != nil {
 			return err
 		}
-		// Stored: now the state may change, as every other process
-		// applies the message, and readers see it at once.
-		if err := e.mutate(func() error { return s.ApplyMessage(seq, all) }); err != nil {
-			// Events this process decided a moment ago: the state
-			// is in doubt.
-			panic(fmt.Sprintf("apply own message %d: %v", seq, err))
-		}
-	} else if err := l.fresh(ctx, e); err != nil {
-		// Nothing was appended, so no expected-sequence check has proved
-		// the state current. Refusals and repeats answered from a state
-		// another process has moved on from would be wrong: check that
-		// the subject has nothing newer first.
-		return err
+		e.pos = next
+		return nil
+	})
+	if err != nil {
+		// Events this process decided a moment ago: the state is in
+		// doubt.
+		panic(fmt.Sprintf("apply own message %d: %v", seq, err))
 	}
-	l.published(e)
-	for _, o := range batch {
+	w.seq = seq
+	return nil
+}
+
+// answer hands each command its outcome once the batch is settled.
+func (w *siteWrite) answer() {
+	w.l.published(w.e)
+	s := w.e.state
+	for _, o := range w.batch {
 		if o.err != nil {
 			continue
 		}
 		if len(o.res.Events) > 0 {
-			o.res.Seq = seq
+			o.res.Seq = w.seq
 		}
 		if i := o.res.Decision.Tx; i >= 0 && int(i) < len(s.Txs) {
 			o.res.Tx = s.Txs[i]
 			o.res.Reason = s.Reason(i)
 		}
 	}
-	return nil
+}
+
+// writer is the write loop with the ledger's store, retries and clock.
+func (l *Ledger) writer() Writer {
+	return Writer{Store: l.store, MaxRetries: l.cfg.MaxRetries, Now: l.cfg.Now}
 }
 
 // decide decides the batch's commands one after the other, each against
@@ -200,22 +200,22 @@ func (l *Ledger) decide(e *entry, batch []*op, now time.Time) []events.Event {
 func (l *Ledger) rebuildLocked(e *entry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), maxCommitTime)
 	defer cancel()
-	s := aggregates.NewSite(e.id)
+	s, pos := aggregates.NewSite(e.id), events.Position{}
 	_, data, err := l.store.LoadSnapshot(ctx, snapSitePrefix+string(e.id))
 	switch {
 	case err == nil:
-		if snap, err := aggregates.UnmarshalSiteSnapshot(data); err == nil && snap.ID == e.id {
-			s = snap
+		if snap, at, err := aggregates.UnmarshalSiteSnapshot(data); err == nil && snap.ID == e.id {
+			s, pos = snap, at
 		}
 	case !errors.Is(err, events.ErrNotFound):
 		return fmt.Errorf("rebuild site %s: %w", e.id, err)
 	}
 	var bad error
-	err = l.store.Read(ctx, e.subj, s.Seq+1, func(m events.Msg) error {
-		if m.Seq <= s.Seq {
+	err = l.store.Read(ctx, e.subj, pos.Seq+1, func(m events.Msg) error {
+		if m.Seq <= pos.Seq {
 			return nil
 		}
-		if err := safely(func() error { return applyMessage(s, m) }); err != nil {
+		if err := safely(func() (err error) { pos, err = applyMessage(s, pos, m); return err }); err != nil {
 			bad = fmt.Errorf("message %d: %w", m.Seq, err)
 			return bad
 		}
@@ -232,11 +232,11 @@ func (l *Ledger) rebuildLocked(e *entry) error {
 	if err != nil {
 		return fmt.Errorf("rebuild site %s: %w", e.id, err)
 	}
-	_ = e.mutate(func() error { e.state = s; return nil })
+	_ = e.mutate(func() error { e.state, e.pos = s, pos; return nil })
 	e.behind = false
 	e.fault.Store(nil)
 	l.published(e)
-	l.log.Info("site state rebuilt from the store", "site", e.id, "seq", s.Seq)
+	l.log.Info("site state rebuilt from the store", "site", e.id, "seq", pos.Seq)
 	return nil
 }
 
@@ -256,40 +256,4 @@ func safely(fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-// resolve finds out, after a failed append, whether the message was stored
-// anyway: an attempt whose acknowledgement was lost and whose retry then
-// conflicted with itself, or a timeout after the server had stored it. The
-// message after expect on the subject settles it: ours (the same bytes,
-// which carry a hash chain and timestamps no other writer produces), another
-// writer's (a conflict to retry), or none (not stored). It returns the
-// message's sequence when ours was stored, and ErrUnavailable when the
-// store cannot tell.
-func (l *Ledger) resolve(subject string, expect uint64, data []byte, appendErr error) (uint64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), resolveTime)
-	defer cancel()
-	m, err := l.store.Next(ctx, subject, expect+1)
-	switch {
-	case errors.Is(err, events.ErrNotFound):
-		return 0, appendErr
-	case err != nil:
-		return 0, fmt.Errorf("append outcome unknown (%v): %w", appendErr, events.ErrUnavailable)
-	case bytes.Equal(m.Data, data):
-		return m.Seq, nil
-	}
-	return 0, fmt.Errorf("%s: another writer appended at %d: %w", subject, m.Seq, events.ErrConflict)
-}
-
-// fresh returns ErrConflict when the site's subject has messages the state
-// has not applied.
-func (l *Ledger) fresh(ctx context.Context, e *entry) error {
-	last, err := l.store.LastFor(ctx, e.subj)
-	if err != nil {
-		return fmt.Errorf("%w: %v", events.ErrUnavailable, err)
-	}
-	if last != e.state.Seq {
-		return events.ErrConflict
-	}
-	return nil
 }

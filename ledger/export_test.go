@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"gateway/aggregates"
+	"gateway/events"
 	"gateway/ids"
 )
 
@@ -29,4 +30,31 @@ func AdoptConfig(l *Ledger, id ids.SiteID, cfg *aggregates.Config) {
 	defer e.mu.Unlock()
 	_ = e.mutate(func() error { e.state.Cfg = cfg; return nil })
 	l.published(e)
+}
+
+// PositionOf is where a site's state stands in the stream (zero when the
+// ledger has no entry for it).
+func PositionOf(l *Ledger, id ids.SiteID) events.Position {
+	e := l.lookup(id)
+	if e == nil {
+		return events.Position{}
+	}
+	e.rw.RLock()
+	defer e.rw.RUnlock()
+	return e.pos
+}
+
+// CatalogPosition and OperatorsPosition are where the shared aggregates
+// stand in the stream.
+func CatalogPosition(l *Ledger) events.Position {
+	l.catalog.mu.Lock()
+	defer l.catalog.mu.Unlock()
+	return l.catalog.pos
+}
+
+// OperatorsPosition: see CatalogPosition.
+func OperatorsPosition(l *Ledger) events.Position {
+	l.operators.mu.Lock()
+	defer l.operators.mu.Unlock()
+	return l.operators.pos
 }

@@ -69,8 +69,8 @@ type Ledger struct {
 	misses throttle
 
 	// catalog and operators are the shared aggregates (see shared.go).
-	catalog   *shared[aggregates.Catalog, *aggregates.Catalog]
-	operators *shared[aggregates.Operators, *aggregates.Operators]
+	catalog   *sharedCatalog
+	operators *sharedOperators
 
 	// followed is the stream sequence the follower has applied up to.
 	followed atomic.Uint64
@@ -99,7 +99,9 @@ type entry struct {
 	mu    ctxMutex
 	rw    sync.RWMutex
 	state *aggregates.Site
-	// applied mirrors state.Seq for lock-free waits and skips.
+	// pos is where state stands in the stream; it changes with state.
+	pos events.Position
+	// applied mirrors pos.Seq for lock-free waits and skips.
 	applied atomic.Uint64
 	// cfg mirrors state.Cfg for lock-free authentication.
 	cfg atomic.Pointer[aggregates.Config]
@@ -200,7 +202,9 @@ func New(store Store, cfg Config) *Ledger {
 		cfg.Logger = slog.Default()
 	}
 	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[ids.SiteID]*entry{}, byAppKey: map[string]*entry{},
-		readyC: make(chan struct{}), catalog: newCatalog(), operators: newOperators()}
+		readyC:    make(chan struct{}),
+		catalog:   newShared[aggregates.Catalog, aggregates.CatalogCommand]("catalog", events.CatalogSubject, aggregates.NewCatalog()),
+		operators: newShared[aggregates.Operators, aggregates.OperatorsCommand]("operators", events.OperatorsSubject, aggregates.NewOperators())}
 	l.misses.every = MissInterval
 	return l
 }
@@ -339,7 +343,7 @@ func (l *Ledger) applyFollowed(m events.Msg) {
 			return
 		}
 	}
-	if m.Seq <= e.state.Seq {
+	if m.Seq <= e.pos.Seq {
 		return
 	}
 	// A panic here would stop the follower of every site: the site is
@@ -387,7 +391,14 @@ func (l *Ledger) lookup(id ids.SiteID) *entry {
 // applied and the site stops being served: applying it would serve money
 // from a history nobody decided.
 func (l *Ledger) applySiteLocked(e *entry, m events.Msg) error {
-	if err := e.mutate(func() error { return applyMessage(e.state, m) }); err != nil {
+	err := e.mutate(func() error {
+		next, err := applyMessage(e.state, e.pos, m)
+		if err == nil {
+			e.pos = next
+		}
+		return err
+	})
+	if err != nil {
 		l.log.Error("site message not applied; the site is not served until its history is repaired",
 			"site", e.id, "subject", m.Subject, "seq", m.Seq, "err", err)
 		e.fault.Store(&fault{err: fmt.Errorf("message %d: %w", m.Seq, err)})
@@ -397,28 +408,30 @@ func (l *Ledger) applySiteLocked(e *entry, m events.Msg) error {
 	return nil
 }
 
-// ErrChainBroken is returned for a message whose first event does not link
-// to the chain hash of the site's last applied event.
-var ErrChainBroken = errors.New("hash chain broken")
-
-// applyMessage decodes m and folds it into s, refusing a message that does
-// not extend s's hash chain. s is unchanged when it fails.
-func applyMessage(s *aggregates.Site, m events.Msg) error {
+// applyMessage decodes m and folds it into s, which stands at pos,
+// refusing a message that does not extend pos's hash chain
+// (events.ErrChainBroken). It returns the position after m; s is unchanged
+// when it fails.
+func applyMessage(s *aggregates.Site, pos events.Position, m events.Msg) (events.Position, error) {
 	evs, err := events.Decode(m.Data)
 	if err != nil {
-		return err
+		return pos, err
 	}
-	if len(evs) > 0 && evs[0].Prev != s.Hash {
-		return fmt.Errorf("%w at %s seq %d", ErrChainBroken, m.Subject, m.Seq)
+	next, err := pos.Next(m.Seq, evs)
+	if err != nil {
+		return pos, fmt.Errorf("%s: %w", m.Subject, err)
 	}
-	return s.ApplyMessage(m.Seq, evs)
+	if err := s.ApplyMessage(m.Seq, evs); err != nil {
+		return pos, err
+	}
+	return next, nil
 }
 
 // published refreshes the lock-free mirrors after the state changed. An
 // appKey is the site's that created it: another site's event never takes
 // it over, nor removes it.
 func (l *Ledger) published(e *entry) {
-	e.applied.Store(e.state.Seq)
+	e.applied.Store(e.pos.Seq)
 	cfg := e.state.Cfg
 	old := e.cfg.Swap(cfg)
 	if old == cfg || cfg == nil {
@@ -439,7 +452,7 @@ func (l *Ledger) published(e *entry) {
 // catchUpLocked reads the site's messages after its state (e.mu held).
 func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
 	for {
-		m, err := l.store.Next(ctx, e.subj, e.state.Seq+1)
+		m, err := l.store.Next(ctx, e.subj, e.pos.Seq+1)
 		if errors.Is(err, events.ErrNotFound) {
 			e.behind = false
 			return nil

@@ -202,7 +202,7 @@ func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
 	require.NoError(t, err)
 	old, err := msgpack.Marshal(snap)
 	require.NoError(t, err)
-	_, err = aggregates.UnmarshalSiteSnapshot(old)
+	_, _, err = aggregates.UnmarshalSiteSnapshot(old)
 	require.Error(t, err)
 	require.NoError(t, st.SaveSnapshot(ctx, name, seq, old))
 

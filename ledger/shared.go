@@ -7,50 +7,52 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"gateway/aggregates"
 	"gateway/events"
 )
 
-// sharedAggregate is an aggregate that every site shares and that lives on a
-// subject of its own (the catalog, the operators). Its values are copied on
-// write: Apply runs on a fresh Clone, so readers never see a change half made.
-type sharedAggregate[T any] interface {
+// The catalog and the operators are aggregates every site shares, each on
+// a subject of its own. They are small and rarely written, and read on
+// every request, so readers get an immutable copy: a message is applied
+// to a Clone that then replaces the current value.
+
+// sharedAggregate is the contract the catalog and the operators share with
+// the site aggregate (see aggregates/aggregate.go), plus Clone.
+type sharedAggregate[T, C any] interface {
 	*T
-	Apply(events.Event)
+	Decide(cmd C, now time.Time, actor string) (aggregates.Decision, error)
+	ApplyMessage(seq uint64, evs []events.Event) error
 	Clone() *T
 }
 
-// shared holds one shared aggregate and runs its commands. Writers hold mu
-// from decide to apply; readers load cur without locking.
-type shared[T any, P sharedAggregate[T]] struct {
+// shared holds one shared aggregate and where it stands in the stream.
+// Writers, the follower and catch-ups hold mu; readers load cur without
+// locking.
+type shared[T, C any, P sharedAggregate[T, C]] struct {
 	name    string
 	subject string
-	// pos returns the aggregate's stream sequence and chain hash fields.
-	pos func(P) (*uint64, *[32]byte)
-	mu  sync.Mutex
-	cur atomic.Pointer[T]
+	mu      sync.Mutex
+	cur     atomic.Pointer[T]
+	pos     events.Position
 }
 
-func newShared[T any, P sharedAggregate[T]](name, subject string, empty P, pos func(P) (*uint64, *[32]byte)) *shared[T, P] {
-	s := &shared[T, P]{name: name, subject: subject, pos: pos}
+func newShared[T, C any, P sharedAggregate[T, C]](name, subject string, empty P) *shared[T, C, P] {
+	s := &shared[T, C, P]{name: name, subject: subject}
 	s.cur.Store(empty)
 	return s
 }
 
 // get returns the current value. It is never modified.
-func (s *shared[T, P]) get() P { return s.cur.Load() }
-
-func (s *shared[T, P]) seq() uint64 {
-	seq, _ := s.pos(s.get())
-	return *seq
-}
+func (s *shared[T, C, P]) get() P { return s.cur.Load() }
 
 // load reads the whole subject (start-up).
-func (s *shared[T, P]) load(ctx context.Context, store Store) error {
+func (s *shared[T, C, P]) load(ctx context.Context, store Store) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := store.Read(ctx, s.subject, 1, func(m events.Msg) error {
-		if m.Seq <= s.seq() {
+		if m.Seq <= s.pos.Seq {
 			return nil
 		}
 		return s.applyLocked(m)
@@ -62,10 +64,10 @@ func (s *shared[T, P]) load(ctx context.Context, store Store) error {
 
 // follow applies a message the ledger's follower delivered, unless it was
 // already applied (written by this process, or read at start-up).
-func (s *shared[T, P]) follow(m events.Msg, log *slog.Logger) {
+func (s *shared[T, C, P]) follow(m events.Msg, log *slog.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m.Seq <= s.seq() {
+	if m.Seq <= s.pos.Seq {
 		return
 	}
 	if err := s.applyLocked(m); err != nil {
@@ -73,89 +75,115 @@ func (s *shared[T, P]) follow(m events.Msg, log *slog.Logger) {
 	}
 }
 
-// applyLocked folds one message into a fresh copy and publishes it (mu held).
-func (s *shared[T, P]) applyLocked(m events.Msg) error {
+// applyLocked decodes and applies one stored message (mu held).
+func (s *shared[T, C, P]) applyLocked(m events.Msg) error {
 	evs, err := events.Decode(m.Data)
 	if err != nil {
 		return err
 	}
+	return s.storedLocked(m.Seq, evs)
+}
+
+// storedLocked folds the events stored at seq into a fresh copy and
+// publishes it (mu held).
+func (s *shared[T, C, P]) storedLocked(seq uint64, evs []events.Event) error {
+	next, err := s.pos.Next(seq, evs)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.subject, err)
+	}
 	n := P(s.get().Clone())
-	seq, hash := s.pos(n)
-	for _, ev := range evs {
-		n.Apply(ev)
+	if err := n.ApplyMessage(seq, evs); err != nil {
+		return err
 	}
-	if len(evs) > 0 {
-		if *hash, err = events.Hash(evs[len(evs)-1]); err != nil {
-			return err
-		}
-	}
-	*seq = m.Seq
+	s.pos = next
 	s.cur.Store((*T)(n))
 	return nil
 }
 
-// catchUpLocked applies the subject's messages after the current value and
-// reports whether there were any (mu held).
-func (s *shared[T, P]) catchUpLocked(ctx context.Context, store Store) (bool, error) {
-	moved := false
+// catchUpLocked applies the subject's messages after the current value
+// (mu held).
+func (s *shared[T, C, P]) catchUpLocked(ctx context.Context, store Store) error {
 	for {
-		m, err := store.Next(ctx, s.subject, s.seq()+1)
+		m, err := store.Next(ctx, s.subject, s.pos.Seq+1)
 		if errors.Is(err, events.ErrNotFound) {
-			return moved, nil
+			return nil
 		}
 		if err != nil {
-			return moved, err
+			return err
 		}
 		if err := s.applyLocked(m); err != nil {
-			return moved, fmt.Errorf("catch up %s at %d: %w", s.name, m.Seq, err)
+			return fmt.Errorf("catch up %s at %d: %w", s.name, m.Seq, err)
 		}
-		moved = true
 	}
 }
 
-// execute runs decide with the same load → decide → append(expected
-// sequence) → bounded retry loop as site commands. A refusal is final only
-// once the value it was decided against is the subject's latest: another
-// process may have created the method or operator the command names.
-func (s *shared[T, P]) execute(ctx context.Context, l *Ledger, decide func(P) ([]events.Event, error)) error {
+// execute runs one command through the ledger's write loop and returns
+// what the aggregate decided.
+func (s *shared[T, C, P]) execute(ctx context.Context, l *Ledger, cmd C, actor string) (aggregates.Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for attempt := 0; attempt <= l.cfg.MaxRetries; attempt++ {
-		cur := s.get()
-		seq, hash := s.pos(cur)
-		evs, err := decide(cur)
-		if err != nil {
-			// When the store cannot be read the refusal stands, as
-			// decided against what this process knows.
-			if moved, _ := s.catchUpLocked(ctx, l.store); moved {
-				continue
-			}
-			return err
-		}
-		if len(evs) == 0 {
-			// A repeat (a keyed creation the aggregate already holds):
-			// it is in the stream, so nothing newer can undo it.
-			return nil
-		}
-		data, _, err := events.Seal(*hash, evs)
-		if err != nil {
-			return err
-		}
-		got, err := l.store.Append(ctx, s.subject, *seq, data)
-		if err != nil {
-			got, err = l.resolve(s.subject, *seq, data, err)
-		}
-		if err == nil {
-			return s.applyLocked(events.Msg{Seq: got, Subject: s.subject, Data: data})
-		}
-		if !errors.Is(err, events.ErrConflict) {
-			return err
-		}
-		if _, err := s.catchUpLocked(ctx, l.store); err != nil {
-			return err
-		}
+	w := &sharedWrite[T, C, P]{s: s, store: l.store, cmd: cmd, actor: actor}
+	if err := l.writer().Write(ctx, w); err != nil {
+		return aggregates.Decision{Tx: -1}, err
 	}
-	return fmt.Errorf("%s: too many conflicting attempts: %w", s.name, events.ErrUnavailable)
+	return w.d, w.err
+}
+
+// sharedWrite is one command of a shared aggregate as the write loop sees
+// it (s.mu held).
+type sharedWrite[T, C any, P sharedAggregate[T, C]] struct {
+	s     *shared[T, C, P]
+	store Store
+	cmd   C
+	actor string
+	d     aggregates.Decision
+	err   error
+}
+
+func (w *sharedWrite[T, C, P]) Subject() string           { return w.s.subject }
+func (w *sharedWrite[T, C, P]) Position() events.Position { return w.s.pos }
+
+func (w *sharedWrite[T, C, P]) Decide(now time.Time) []events.Event {
+	w.d, w.err = w.s.get().Decide(w.cmd, now, w.actor)
+	if w.err != nil {
+		return nil
+	}
+	return w.d.Events
+}
+
+func (w *sharedWrite[T, C, P]) Stored(seq uint64, evs []events.Event) error {
+	return w.s.storedLocked(seq, evs)
+}
+
+func (w *sharedWrite[T, C, P]) CatchUp(ctx context.Context) error {
+	return w.s.catchUpLocked(ctx, w.store)
+}
+
+type (
+	sharedCatalog   = shared[aggregates.Catalog, aggregates.CatalogCommand, *aggregates.Catalog]
+	sharedOperators = shared[aggregates.Operators, aggregates.OperatorsCommand, *aggregates.Operators]
+)
+
+// Catalog returns the current methods. The value is never modified.
+func (l *Ledger) Catalog() *aggregates.Catalog { return l.catalog.get() }
+
+// Operators returns the current operators. The value is never modified.
+func (l *Ledger) Operators() *aggregates.Operators { return l.operators.get() }
+
+// ExecuteCatalog runs a catalog command through the write loop.
+func (l *Ledger) ExecuteCatalog(ctx context.Context, cmd aggregates.CatalogCommand, actor string) (aggregates.Decision, error) {
+	if l.closed.Load() {
+		return aggregates.Decision{Tx: -1}, ErrClosed
+	}
+	return l.catalog.execute(ctx, l, cmd, actor)
+}
+
+// ExecuteOperators runs an operators command through the write loop.
+func (l *Ledger) ExecuteOperators(ctx context.Context, cmd aggregates.OperatorsCommand, actor string) (aggregates.Decision, error) {
+	if l.closed.Load() {
+		return aggregates.Decision{Tx: -1}, ErrClosed
+	}
+	return l.operators.execute(ctx, l, cmd, actor)
 }
 
 // loadShared reads the shared aggregates' subjects (start-up).

@@ -52,7 +52,7 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		s, err := aggregates.UnmarshalSiteSnapshot(data)
+		s, pos, err := aggregates.UnmarshalSiteSnapshot(data)
 		if err != nil || s.ID != id {
 			// A snapshot this build cannot read is only an optimisation
 			// lost: replay everything instead.
@@ -67,14 +67,14 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 			return 0, err
 		}
 		e.mu.Lock()
-		e.mutate(func() error { e.state = s; return nil })
-		e.snapSeq = s.Seq
+		e.mutate(func() error { e.state, e.pos = s, pos; return nil })
+		e.snapSeq = pos.Seq
 		l.published(e)
 		e.mu.Unlock()
 		// Messages of other sites up to the checkpoint are skipped by
 		// the follower (their states are past them); this site's newer
 		// ones must be replayed.
-		from = min(from, s.Seq+1)
+		from = min(from, pos.Seq+1)
 	}
 	return from, nil
 }
@@ -109,10 +109,11 @@ func (l *Ledger) Snapshot(ctx context.Context) error {
 		// go on.
 		var data []byte
 		e.rw.RLock()
-		created, seq := e.state.Created(), e.state.Seq
+		created, pos := e.state.Created(), e.pos
+		seq := pos.Seq
 		var err error
 		if created && seq != e.snapSeq {
-			data, err = e.state.MarshalSnapshot()
+			data, err = e.state.MarshalSnapshot(pos)
 		}
 		e.rw.RUnlock()
 		if err != nil {
@@ -127,23 +128,6 @@ func (l *Ledger) Snapshot(ctx context.Context) error {
 		e.snapSeq = seq
 	}
 	return l.store.SaveSnapshot(ctx, snapCheckpoint, cp, nil)
-}
-
-func newCatalog() *shared[aggregates.Catalog, *aggregates.Catalog] {
-	return newShared("catalog", events.CatalogSubject, aggregates.NewCatalog(),
-		func(c *aggregates.Catalog) (*uint64, *[32]byte) { return &c.Seq, &c.Hash })
-}
-
-// Catalog returns the current methods. The value is never modified.
-func (l *Ledger) Catalog() *aggregates.Catalog { return l.catalog.get() }
-
-// CatalogCommand decides against the catalog; it returns the events.
-type CatalogCommand func(c *aggregates.Catalog) ([]events.Event, error)
-
-// ExecuteCatalog runs a catalog command with the same load → decide →
-// append(expected sequence) → retry loop as site commands.
-func (l *Ledger) ExecuteCatalog(ctx context.Context, decide CatalogCommand) error {
-	return l.catalog.execute(ctx, l, decide)
 }
 
 // Close stops taking commands, waits for queued ones, stops the follower and

@@ -151,9 +151,10 @@ func TestLedger_snapshotWithInvalidName_isIgnored(t *testing.T) {
 	want := view(t, l, siteID)
 	require.NoError(t, l.Close(ctx))
 	var data []byte
+	pos := ledger.PositionOf(l, siteID)
 	require.NoError(t, l.View(siteID, func(s *aggregates.Site) error {
 		var err error
-		data, err = s.MarshalSnapshot()
+		data, err = s.MarshalSnapshot(pos)
 		return err
 	}))
 	for _, name := range []string{"site-*", "site->", "site-a.b"} {

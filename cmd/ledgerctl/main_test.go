@@ -190,11 +190,12 @@ func TestRun_auditFails(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, i, int32(0))
 	p := &events.WithdrawalPaid{TxID: string(ids.NewTx(s.ID, i))}
-	data, _, err := events.Seal(s.Hash, []events.Event{{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: "op-x", Payload: p}})
+	pos := gen.Sites[0].Position
+	data, _, err := events.Seal(pos.Hash, []events.Event{{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: "op-x", Payload: p}})
 	require.NoError(t, err)
 	subj, err := events.SiteSubject(s.ID)
 	require.NoError(t, err)
-	seq, err := st.Append(ctx, subj, s.Seq, data)
+	seq, err := st.Append(ctx, subj, pos.Seq, data)
 	require.NoError(t, err)
 	nc.Close()
 	srv.Shutdown()
