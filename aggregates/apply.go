@@ -155,36 +155,14 @@ func (s *Site) Apply(e events.Event) {
 func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 	switch p := e.Payload.(type) {
 	case *events.SiteCreated:
-		s.Cfg = &Config{Name: p.Name, AppKey: p.AppKey, Secret: p.Secret, WebhookSecret: p.WebhookSecret,
-			NegativeLimit: p.NegativeLimit, IPAllowlist: p.IPAllowlist, CallbackURL: p.CallbackURL,
-			HostedPage: p.HostedPage, DepositTTLSeconds: p.DepositTTLSeconds, RateLimit: p.RateLimit, CreatedAt: e.Time,
-			IdempotencyKey: p.IdempotencyKey, RequestHash: p.RequestHash}
+		s.Cfg = &Config{Settings: createdSettings(p), AppKey: p.AppKey, Secret: p.Secret, WebhookSecret: p.WebhookSecret,
+			CreatedAt: e.Time, IdempotencyKey: p.IdempotencyKey, RequestHash: p.RequestHash}
 		if p.IdempotencyKey != "" {
 			s.created = s.Cfg
 		}
 	case *events.SiteUpdated:
 		c := *s.Cfg
-		if p.Name != nil {
-			c.Name = *p.Name
-		}
-		if p.NegativeLimit != nil {
-			c.NegativeLimit = *p.NegativeLimit
-		}
-		if p.IPAllowlist != nil {
-			c.IPAllowlist = *p.IPAllowlist
-		}
-		if p.CallbackURL != nil {
-			c.CallbackURL = *p.CallbackURL
-		}
-		if p.HostedPage != nil {
-			c.HostedPage = *p.HostedPage
-		}
-		if p.DepositTTLSeconds != nil {
-			c.DepositTTLSeconds = *p.DepositTTLSeconds
-		}
-		if p.RateLimit != nil {
-			c.RateLimit = *p.RateLimit
-		}
+		c.Settings = c.Settings.With(updatedSettings(p))
 		s.Cfg = &c
 	case *events.SiteSecretRotated:
 		c := *s.Cfg

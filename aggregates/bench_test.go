@@ -46,7 +46,7 @@ func BenchmarkSite_memoryPerTx(b *testing.B) {
 				before := heapInUse()
 				s := NewSite(siteID)
 				var seq uint64
-				s.Cfg = &Config{Name: "bench"}
+				s.Cfg = &Config{Settings: Settings{Name: "bench"}}
 				// Batches of 64 events, as group commit stores them.
 				for k := 0; k < len(evs); k += 64 {
 					s.Begin()

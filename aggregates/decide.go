@@ -19,18 +19,6 @@ import (
 // Command is implemented by every site command.
 type Command interface{ siteCommand() }
 
-// SiteSettings are the operator-editable settings of a site; in UpdateSite a
-// nil field is left unchanged.
-type SiteSettings struct {
-	Name              *string
-	NegativeLimit     *int64
-	IPAllowlist       *[]string
-	CallbackURL       *string
-	HostedPage        *bool
-	DepositTTLSeconds *int64
-	RateLimit         *int64
-}
-
 // CreateSite opens a site. Ids and secrets are chosen by the caller. With
 // an IdempotencyKey the site must be the one ids.SiteForKey derives, and
 // RequestHash is the SHA-256 (hex) of the request body: a repeat of the
@@ -184,7 +172,7 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if err := validateSettings(c.Settings); err != nil {
 			return Decision{Tx: -1}, err
 		}
-		return one(-1, settingsEvent(c.Settings))
+		return one(-1, updatedEvent(c.Settings))
 	case RotateSecret:
 		if c.Secret == "" {
 			return Decision{Tx: -1}, fieldErr("secret", ErrInvalidRequest, "a new secret is required")
@@ -326,33 +314,8 @@ func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision
 	if err := validateSettings(st); err != nil {
 		return Decision{Tx: -1}, err
 	}
-	p := &events.SiteCreated{SiteID: string(s.ID), Name: *st.Name, AppKey: c.AppKey, Secret: c.Secret,
-		WebhookSecret: c.WebhookSecret, DepositTTLSeconds: DefaultDepositTTLSeconds,
-		IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash}
-	if st.NegativeLimit != nil {
-		p.NegativeLimit = *st.NegativeLimit
-	}
-	if st.IPAllowlist != nil {
-		p.IPAllowlist = *st.IPAllowlist
-	}
-	if st.CallbackURL != nil {
-		p.CallbackURL = *st.CallbackURL
-	}
-	if st.HostedPage != nil {
-		p.HostedPage = *st.HostedPage
-	}
-	if st.DepositTTLSeconds != nil {
-		p.DepositTTLSeconds = *st.DepositTTLSeconds
-	}
-	if st.RateLimit != nil {
-		p.RateLimit = *st.RateLimit
-	}
+	p := createdEvent(string(s.ID), defaultSettings.With(st), c)
 	return Decision{Tx: -1, Events: []events.Event{{Name: p.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: p}}}, nil
-}
-
-func settingsEvent(st SiteSettings) *events.SiteUpdated {
-	return &events.SiteUpdated{Name: st.Name, NegativeLimit: st.NegativeLimit, IPAllowlist: st.IPAllowlist,
-		CallbackURL: st.CallbackURL, HostedPage: st.HostedPage, DepositTTLSeconds: st.DepositTTLSeconds, RateLimit: st.RateLimit}
 }
 
 // validateSettings checks the settings that are present.

@@ -420,9 +420,9 @@ func TestCommandsOnMissingSite(t *testing.T) {
 func TestUpdateSite(t *testing.T) {
 	base := SiteSettings{Name: ptr("Shop"), NegativeLimit: ptr(int64(-100)), IPAllowlist: ptr([]string{"10.0.0.1"}),
 		CallbackURL: ptr("https://a.example/cb"), HostedPage: ptr(true), DepositTTLSeconds: ptr(int64(600)), RateLimit: ptr(int64(5))}
-	baseCfg := Config{Name: "Shop", AppKey: "ak", Secret: "sec", WebhookSecret: "whsec_x", NegativeLimit: -100,
+	baseCfg := Config{Settings: Settings{Name: "Shop", NegativeLimit: -100,
 		IPAllowlist: []string{"10.0.0.1"}, CallbackURL: "https://a.example/cb", HostedPage: true, DepositTTLSeconds: 600,
-		RateLimit: 5, CreatedAt: t0.UnixMilli()}
+		RateLimit: 5}, AppKey: "ak", Secret: "sec", WebhookSecret: "whsec_x", CreatedAt: t0.UnixMilli()}
 	tests := []struct {
 		name   string
 		update SiteSettings

@@ -114,7 +114,8 @@ func HostedKey(token string) uint64 {
 // Config is a site's settings. A Config is never modified after it is
 // published in a Site: changes replace it, so readers may keep a pointer.
 type Config struct {
-	Name                   string
+	Settings `msgpack:",inline"`
+
 	AppKey                 string
 	Secret                 string
 	PrevSecret             string
@@ -122,12 +123,6 @@ type Config struct {
 	WebhookSecret          string
 	PrevWebhookSecret      string
 	PrevWebhookSecretUntil int64
-	NegativeLimit          int64
-	IPAllowlist            []string
-	CallbackURL            string
-	HostedPage             bool
-	DepositTTLSeconds      int64
-	RateLimit              int64
 	CreatedAt              int64
 	// IdempotencyKey and RequestHash are those of the request that
 	// created the site ("" when it had no Idempotency-Key).

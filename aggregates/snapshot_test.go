@@ -316,7 +316,7 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 		{"pending deposit without a userId", good(func(s *siteSnapshot) { s.ProcessIDs = []byte{2, 'p', '1', 0} })},
 		{"adjustment under no key", good(func(s *siteSnapshot) { s.Adjusted = map[string]AdjustmentAnswer{"": {RequestHash: "h"}} })},
 		{"adjustment under a key with a newline", good(func(s *siteSnapshot) { s.Adjusted = map[string]AdjustmentAnswer{"a\nb": {RequestHash: "h"}} })},
-		{"settings as created without settings", good(func(s *siteSnapshot) { s.Created = &Config{Name: "x"} })},
+		{"settings as created without settings", good(func(s *siteSnapshot) { s.Created = &Config{Settings: Settings{Name: "x"}} })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,4 +353,30 @@ func restoreSnapshot(key func(string) uint64, b []byte) (*Site, error) {
 		positions.Store(s, pos)
 	}
 	return s, err
+}
+
+// TestConfig_snapshotLayout: the settings are stored inline in a
+// snapshot's Config, under the keys they had before Settings was a type of
+// its own, so snapshots written before read the same.
+func TestConfig_snapshotLayout(t *testing.T) {
+	flat := map[string]any{"Name": "Shop", "NegativeLimit": int64(-5000), "IPAllowlist": []string{"10.0.0.0/8"},
+		"CallbackURL": "https://shop.example/cb", "HostedPage": true, "DepositTTLSeconds": int64(600), "RateLimit": int64(7),
+		"AppKey": "ak", "Secret": "sec", "CreatedAt": int64(1)}
+	b, err := msgpack.Marshal(flat)
+	require.NoError(t, err)
+	var c Config
+	require.NoError(t, msgpack.Unmarshal(b, &c))
+	want := Config{Settings: Settings{Name: "Shop", NegativeLimit: -5000, IPAllowlist: []string{"10.0.0.0/8"},
+		CallbackURL: "https://shop.example/cb", HostedPage: true, DepositTTLSeconds: 600, RateLimit: 7},
+		AppKey: "ak", Secret: "sec", CreatedAt: 1}
+	assert.Equal(t, want, c)
+
+	b, err = msgpack.Marshal(&want)
+	require.NoError(t, err)
+	var back map[string]any
+	require.NoError(t, msgpack.Unmarshal(b, &back))
+	for k := range flat {
+		assert.Contains(t, back, k, "stored at the top level of the Config")
+	}
+	assert.NotContains(t, back, "Settings")
 }
