@@ -510,7 +510,7 @@ func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) eve
 	if err := recipient.Validate(c.Bank.IdentifierKind, c.IBAN); err != nil {
 		return Decision{Tx: -1}, fieldErr("iban", ErrInvalidIdentifier, "%s", err.Error())
 	}
-	// Seed §8: balance − pending withdrawals − amount must stay above the
+	// docs/merchant-api.md "Treasury rule": balance − pending withdrawals − amount must stay above the
 	// negative limit; landing exactly on it is refused.
 	if s.Balance-s.PendingWithdrawals-c.Amount <= s.Cfg.NegativeLimit {
 		return Decision{Tx: -1}, fieldErr("amount", ErrInsufficientBalance,

@@ -995,7 +995,7 @@ func opCommand(op string, id ids.TxID) Command {
 }
 
 // TestTransitionMatrix tries every operator command on a transaction in every
-// state: the moves of CONTRACT §1 succeed with the right event and effect,
+// state: the moves of docs/merchant-api.md "States" succeed with the right event and effect,
 // every other one is ErrInvalidTransition with no events and no change.
 func TestTransitionMatrix(t *testing.T) {
 	type outcome struct {

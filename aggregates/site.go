@@ -24,7 +24,7 @@ func (k Kind) String() string {
 	return "withdrawal"
 }
 
-// Status is a transaction state (CONTRACT §1 States).
+// Status is a transaction state (docs/merchant-api.md "States").
 type Status uint8
 
 // Transaction states.

@@ -86,7 +86,7 @@ func TestHistory_readableLines(t *testing.T) {
 }
 
 func TestAllowedTransitions(t *testing.T) {
-	// Every (kind, from, to) the audit accepts, from CONTRACT §1 States;
+	// Every (kind, from, to) the audit accepts, from docs/merchant-api.md "States";
 	// everything else is refused.
 	const (
 		pending    = aggregates.StatusPending

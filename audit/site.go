@@ -278,7 +278,7 @@ func (a *siteAudit) move(w where, txID string, kind aggregates.Kind, to aggregat
 }
 
 // Allowed reports whether a transaction of kind k may move from one status
-// to another: the edges of the state machine (CONTRACT §1 States).
+// to another: the edges of the state machine (docs/merchant-api.md "States").
 func Allowed(k aggregates.Kind, from, to aggregates.Status) bool {
 	const (
 		pending    = aggregates.StatusPending

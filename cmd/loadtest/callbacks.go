@@ -22,7 +22,7 @@ import (
 )
 
 // The callbacks mode (-kind callbacks) measures the callback dispatcher
-// (CONTRACT §2) against a receiver inside this process that answers 200 at
+// (docs/callbacks.md) against a receiver inside this process that answers 200 at
 // once:
 //
 //  1. drain: the gateway runs with --callbacks=false while -n deposits are

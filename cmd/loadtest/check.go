@@ -72,7 +72,7 @@ const (
 )
 
 // checkRecords verifies invariants 1 and 2 on the kept 200 answers: every
-// hash matches seed §5.3 under its site's secret, every bankId is the method's
+// hash matches docs/merchant-api.md "Response hash" under its site's secret, every bankId is the method's
 // _id, echoes match the request, transactionIds are unique overall and
 // processIds unique per site. Uniqueness is found by sorting index slices
 // rather than building maps, so a million records need only a few MB extra.
@@ -146,7 +146,7 @@ func checkCodes(f *failures, res *loadResult, allowErrors bool) {
 	}
 }
 
-// siteBalance is the data of GET /v1/balance (CONTRACT §1).
+// siteBalance is the data of GET /v1/balance (docs/merchant-api.md "Balance").
 type siteBalance struct {
 	Balance            int64  `json:"balance"`
 	PendingWithdrawals int64  `json:"pendingWithdrawals"`

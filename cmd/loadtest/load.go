@@ -98,7 +98,7 @@ func processID(tag string, i int) string { return tag + "-" + strconv.Itoa(i) }
 
 // buildBody returns the form body of request i. Every request has its own end
 // user because the gateway returns an existing pending deposit instead of
-// creating a second one for the same user (seed §4.1 rule 2).
+// creating a second one for the same user (docs/merchant-api.md "Pending deposits (alreadyPending)").
 func buildBody(kind, tag, bank string, i int) string {
 	u := strconv.Itoa(i)
 	f := url.Values{}

@@ -112,7 +112,7 @@ func TestSign(t *testing.T) {
 	}
 }
 
-// TestVerifyHash checks seed §5.3 hashing: concatenation order, decimal
+// TestVerifyHash checks the hashing of docs/merchant-api.md "Response hash": concatenation order, decimal
 // amount, and rejection of wrong values and malformed text.
 func TestVerifyHash(t *testing.T) {
 	good := sign("sec", "tx1"+"bank1"+"25000")

@@ -1,5 +1,5 @@
 // Command loadtest drives signed merchant deposits or withdrawals at the
-// gateway over its HTTP contract (shared/spec/CONTRACT.md), measures
+// gateway over its HTTP contract (docs/merchant-api.md, docs/operator-api.md), measures
 // throughput and latency, checks the gateway's invariants afterwards, and can
 // compare it with the reference server refgw from shared/bench.
 //
@@ -19,7 +19,7 @@
 // IQD, signed with the site's secret over the exact body.
 //
 // After the load it checks: every answer is 200 (unless -allow-errors); every
-// response hash (seed §5.3); bankId is the method's _id; amount and processId
+// response hash (docs/merchant-api.md "Response hash"); bankId is the method's _id; amount and processId
 // echo the request; transactionIds are unique and processIds unique per site;
 // each site's GET /v1/balance (withdrawals: pending equals the accepted
 // amounts, balance equals the seed; deposits: both zero); and a -verify
@@ -155,7 +155,7 @@ func (o *options) validate() error {
 // defaultSeed is a treasury large enough for every withdrawal a site will be
 // sent: ceil(n/sites) requests of at most 50,000 IQD each, plus a margin so
 // the last withdrawal does not depend on whether "stay above the negative
-// limit" (seed §8) is strict.
+// limit" (docs/merchant-api.md "Treasury rule") is strict.
 func defaultSeed(n, sites int) int64 {
 	per := int64((n + sites - 1) / sites)
 	return per*requestAmount(49) + 1_000_000

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// envelope is the response shape of every call (seed §2.1, CONTRACT §1 errors).
+// envelope is the response shape of every call (docs/merchant-api.md "Response envelope", "Errors").
 // data stays raw so each caller decodes only what it needs.
 type envelope struct {
 	Data      json.RawMessage `json:"data"`
@@ -110,7 +110,7 @@ func (a *api) do(ctx context.Context, method, path string, body []byte, hdr http
 	return nil
 }
 
-// ops performs an operator call with a JSON body (CONTRACT §3).
+// ops performs an operator call with a JSON body (docs/operator-api.md "Requests and responses").
 func (a *api) ops(ctx context.Context, method, path string, in, out any) error {
 	var body []byte
 	if in != nil {
@@ -128,7 +128,7 @@ func (a *api) ops(ctx context.Context, method, path string, in, out any) error {
 }
 
 // merchantGet performs a signed merchant GET; the signature covers the raw
-// query string exactly as sent (empty when there is none), per CONTRACT §1.
+// query string exactly as sent (empty when there is none), per docs/merchant-api.md "Authentication".
 func (a *api) merchantGet(ctx context.Context, s site, path, rawQuery string, out any) error {
 	h := http.Header{}
 	h.Set("appKey", s.AppKey)

@@ -12,14 +12,14 @@ import (
 
 // sign returns base64(HMAC-SHA256(secret, payload)), the value of the `sign`
 // header. The payload is the exact body bytes for POST and the raw query
-// string for GET (CONTRACT §1), so callers must sign the very string they send.
+// string for GET (docs/merchant-api.md "Authentication"), so callers must sign the very string they send.
 func sign(secret, payload string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(payload))
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-// expectedHash computes the raw response hash of seed §5.3:
+// expectedHash computes the raw response hash of docs/merchant-api.md "Response hash":
 // HMAC-SHA256(secret, transactionId + bankId + amount) with the amount written
 // as a decimal integer (CONTRACT: "25000", never "25000.00").
 func expectedHash(secret, txID, bankID string, amount int64) [32]byte {
@@ -48,7 +48,7 @@ func decodeHash(s string) (h [32]byte, ok bool) {
 	return h, true
 }
 
-// verifyHash reports whether the base64 hash text matches seed §5.3 for the
+// verifyHash reports whether the base64 hash text matches docs/merchant-api.md "Response hash" for the
 // given record values. The comparison is constant time only out of habit:
 // the load test holds the secret itself.
 func verifyHash(secret, txID, bankID string, amount int64, hash string) bool {
