@@ -3,7 +3,6 @@ package httpapi
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -35,23 +34,6 @@ func viewOperator(o *aggregates.Operator) operatorView {
 	return v
 }
 
-// operatorErr maps the operators aggregate's refusals to the contract's
-// codes; anything else is left to classify.
-func operatorErr(err error) error {
-	msg, field := "", "id"
-	var fe *aggregates.FieldError
-	if errors.As(err, &fe) {
-		msg, field = fe.Msg, fe.Field
-	}
-	switch {
-	case errors.Is(err, aggregates.ErrOperatorNotFound):
-		return &apiError{status: 404, code: "not_found", field: field, message: msg, cause: err}
-	case errors.Is(err, aggregates.ErrOperatorRevoked), errors.Is(err, aggregates.ErrOperatorExists):
-		return &apiError{status: 409, code: "conflict", field: field, message: msg, cause: err}
-	}
-	return err
-}
-
 func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		Name *string `json:"name"`
@@ -71,7 +53,7 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) {
 		return o.DecideCreateOperator(cmd, s.cfg.Ledger.Now(), info(r).actor)
 	})
 	if err != nil {
-		s.writeErr(w, r, operatorErr(err))
+		s.writeErr(w, r, err)
 		return
 	}
 	op, ok := s.cfg.Ledger.Operators().ByID(opID)
@@ -111,7 +93,7 @@ func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
 		return o.DecideRevokeOperator(id, s.cfg.Ledger.Now(), info(r).actor)
 	})
 	if err != nil {
-		s.writeErr(w, r, operatorErr(err))
+		s.writeErr(w, r, err)
 		return
 	}
 	op, ok := s.cfg.Ledger.Operators().ByID(id)
