@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"gateway/aggregates"
+	"gateway/callbacks"
 	"gateway/events"
 	"gateway/ledger"
 	"gateway/projections"
@@ -63,6 +64,12 @@ var errorTable = []errorRule{
 	{aggregates.ErrOperatorRevoked, 409, "conflict", "id", "the operator is already revoked"},
 	{aggregates.ErrOperatorExists, 409, "conflict", "id", "it already exists"},
 	{projections.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
+	{callbacks.ErrEventNotFound, 404, "not_found", "eventId", "no such callback event"},
+	{callbacks.ErrNoCallbackURL, 409, "invalid_transition", "eventId", "the event's site has no callbackUrl"},
+	{callbacks.ErrNoDispatcher, 503, "unavailable", "", "no callback dispatcher is running (a gateway with callbacks on, or 'gateway callbacks'); try again once one is"},
+	{callbacks.ErrUnavailable, 503, "unavailable", "", msgUnavailable},
+	{callbacks.ErrInvalidFilter, 400, "invalid_request", "", "the request is invalid"},
+	{callbacks.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
 	{events.ErrUnavailable, 503, "unavailable", "", msgUnavailable},
 	{ledger.ErrClosed, 503, "unavailable", "", msgUnavailable},
 	{context.DeadlineExceeded, 503, "unavailable", "", msgUnavailable},
@@ -103,6 +110,10 @@ func fieldOf(err error) (field, msg string) {
 	var fe *aggregates.FieldError
 	if errors.As(err, &fe) {
 		return fe.Field, fe.Msg
+	}
+	var ce *callbacks.Error
+	if errors.As(err, &ce) {
+		return ce.Field, ce.Msg
 	}
 	return "", ""
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"gateway/callbacks"
 	"net/http"
 	"strings"
 
@@ -58,10 +57,9 @@ func (s *Server) opsRoutes(r chi.Router) {
 	admin.Get("/operators", s.listOperators)
 	admin.Post("/operators", s.createOperator)
 	admin.Delete("/operators/{id}", s.revokeOperator)
-	if d := s.cfg.Callbacks; d != nil {
-		wr := callbacks.Writer{Data: s.writeData, Error: s.writeErr, Actor: func(r *http.Request) string { return info(r).actor }}
-		read.Get("/callbacks", d.ListHandler(wr))
-		act.Post("/callbacks/{eventId}/resend", d.ResendHandler(wr))
+	if s.cfg.Callbacks != nil {
+		read.Get("/callbacks", s.listCallbacks)
+		act.Post("/callbacks/{eventId}/resend", s.resendCallback)
 	}
 }
 
