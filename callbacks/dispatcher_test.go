@@ -701,3 +701,25 @@ func assertField(t *testing.T, err error, field string) {
 		assert.NotEmpty(t, ce.Msg)
 	}
 }
+
+// TestNew_needsTheProcessWiring: the dispatcher builds no store or ledger
+// of its own; without them it refuses to start.
+func TestNew_needsTheProcessWiring(t *testing.T) {
+	f := newFixture(t, false)
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"nothing but a connection", Config{Conn: f.nc}},
+		{"no records", Config{Conn: f.nc, Store: f.store, Ledger: f.led}},
+		{"no ledger", Config{Conn: f.nc, Store: f.store, Records: f.reader}},
+		{"no store", Config{Conn: f.nc, Ledger: f.led, Records: f.reader}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(context.Background(), tc.cfg)
+			assert.Error(t, err)
+			assert.Nil(t, d)
+		})
+	}
+}
