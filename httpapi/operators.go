@@ -49,10 +49,7 @@ func (s *Server) createOperator(w http.ResponseWriter, r *http.Request) {
 	opID := ids.NewOperator()
 	cmd := aggregates.CreateOperator{ID: string(opID), Name: deref(b.Name), Role: deref(b.Role),
 		TokenHash: hex.EncodeToString(sum[:])}
-	err := s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
-		return o.DecideCreateOperator(cmd, s.cfg.Ledger.Now(), info(r).actor)
-	})
-	if err != nil {
+	if err := s.execCreateOperator(r, cmd); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -89,10 +86,7 @@ func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, notFound("operator"))
 		return
 	}
-	err = s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
-		return o.DecideRevokeOperator(id, s.cfg.Ledger.Now(), info(r).actor)
-	})
-	if err != nil {
+	if err := s.execRevokeOperator(r, id); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -102,4 +96,21 @@ func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeData(w, r, viewOperator(op))
+}
+
+// execCreateOperator appends an operator's creation on behalf of the
+// caller. The ledger call is kept apart from the handler so that it can
+// change without touching the answer around it.
+func (s *Server) execCreateOperator(r *http.Request, cmd aggregates.CreateOperator) error {
+	return s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
+		return o.DecideCreateOperator(cmd, s.cfg.Ledger.Now(), info(r).actor)
+	})
+}
+
+// execRevokeOperator appends an operator's revocation on behalf of the
+// caller (see execCreateOperator).
+func (s *Server) execRevokeOperator(r *http.Request, id ids.OperatorID) error {
+	return s.cfg.Ledger.ExecuteOperators(r.Context(), func(o *aggregates.Operators) ([]events.Event, error) {
+		return o.DecideRevokeOperator(id, s.cfg.Ledger.Now(), info(r).actor)
+	})
 }
