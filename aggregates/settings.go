@@ -3,19 +3,20 @@ package aggregates
 import "gateway/events"
 
 // Settings are a site's operator-editable settings, declared here once:
-// the operator API reads and writes them (through SiteSettings), the
-// aggregate keeps them in Config. The events that carry them
+// the operator API shows them (JSON names: docs/operator-api.md "Site
+// settings") and changes them (through SiteSettings), the aggregate keeps
+// them in Config. The events that carry them
 // (events.SiteCreated, events.SiteUpdated) are separate, frozen structs,
 // converted here and nowhere else, so that a change to these types can
 // never change a stored event's shape.
 type Settings struct {
-	Name              string
-	NegativeLimit     int64
-	IPAllowlist       []string
-	CallbackURL       string
-	HostedPage        bool
-	DepositTTLSeconds int64
-	RateLimit         int64
+	Name              string   `json:"name"`
+	NegativeLimit     int64    `json:"negativeLimit"`
+	IPAllowlist       []string `json:"ipAllowlist"`
+	CallbackURL       string   `json:"callbackUrl"`
+	HostedPage        bool     `json:"hostedPage"`
+	DepositTTLSeconds int64    `json:"depositTtlSeconds"`
+	RateLimit         int64    `json:"rateLimit"`
 }
 
 // SiteSettings is a change to Settings, as the operator API sends it: a

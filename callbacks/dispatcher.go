@@ -21,21 +21,20 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
-	"gateway/events/jsstore"
 	"gateway/ids"
-	"gateway/ledger"
 	"gateway/projections"
 )
 
-// Store is what the dispatcher reads from the ledger stream
-// (events/jsstore implements it).
+// Store is what the dispatcher reads from the ledger stream: a site
+// message by its sequence, and a site's messages in order.
 type Store interface {
 	Get(ctx context.Context, seq uint64) (events.Msg, error)
 	Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error
 }
 
-// Ledger is what the dispatcher needs of the ledger's state
-// (*ledger.Ledger implements it).
+// Ledger is what the dispatcher needs of the ledger's state: a site's
+// settings, how far the state has followed the stream, and a site's state
+// brought up to date.
 type Ledger interface {
 	SiteConfig(siteID ids.SiteID) (*aggregates.Config, bool)
 	Followed() uint64
@@ -43,35 +42,26 @@ type Ledger interface {
 	ViewCtx(ctx context.Context, siteID ids.SiteID, fn func(*aggregates.Site) error) error
 }
 
-// Records builds a transaction's record as the status lookup returns it
-// (*projections.Reader implements it).
+// Records builds a transaction's record as the status lookup returns it,
+// the body of a callback.
 type Records interface {
 	// ByIDLocal answers from the state this process holds, which the
 	// dispatcher first lets the ledger bring past the event.
 	ByIDLocal(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (projections.Record, error)
 }
 
-var (
-	_ Store   = (*jsstore.Store)(nil)
-	_ Ledger  = (*ledger.Ledger)(nil)
-	_ Records = (*projections.Reader)(nil)
-)
-
-// Config configures a Dispatcher. Only Conn is required: without Store,
-// Ledger and Records (a standalone dispatcher process), New opens the ledger
-// stream and follows it with a ledger of its own.
+// Config configures a Dispatcher. Conn, Store, Ledger and Records are
+// required; the process wires them (cmd/gateway, for the gateway and for a
+// standalone dispatcher alike).
 type Config struct {
 	// Conn is the NATS connection (the gateway's own, or one to the same
 	// cluster).
 	Conn *nats.Conn
-	// Store, Ledger and Records are the gateway's; nil in a standalone
-	// process.
+	// Store reads the ledger stream, Ledger is the state following it and
+	// Records builds the transaction records callbacks carry.
 	Store   Store
 	Ledger  Ledger
 	Records Records
-	// PublicURL is the base of hosted page links in records (standalone
-	// only; the gateway's Records already knows it).
-	PublicURL string
 	// Replicas is the replication of the CALLBACKS buckets (1 embedded,
 	// 3 in a 3-node cluster).
 	Replicas int
@@ -195,7 +185,6 @@ type Dispatcher struct {
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
-	closeOwn  func()
 	closeOnce sync.Once
 }
 
@@ -206,6 +195,9 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	cfg.defaults()
 	if cfg.Conn == nil {
 		return nil, errors.New("callbacks: a NATS connection is required")
+	}
+	if cfg.Store == nil || cfg.Ledger == nil || cfg.Records == nil {
+		return nil, errors.New("callbacks: the store, the ledger and the records are required")
 	}
 	js, err := jetstream.New(cfg.Conn)
 	if err != nil {
@@ -219,11 +211,6 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	_, _ = rand.Read(b[:])
 	d.instance = []byte(host + "/" + hex.EncodeToString(b[:]))
 
-	if cfg.Store == nil || cfg.Ledger == nil || cfg.Records == nil {
-		if err := d.openOwn(ctx); err != nil {
-			return nil, err
-		}
-	}
 	d.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "callback delivery state: records by webhook id, first-attempt deliveries in log.* batches",
@@ -232,7 +219,6 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 		Replicas:    cfg.Replicas,
 	})
 	if err != nil {
-		d.closeOwned()
 		return nil, fmt.Errorf("callbacks: bucket %s: %w", cfg.Bucket, err)
 	}
 	d.leaseKV, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -244,7 +230,6 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 		Replicas:    cfg.Replicas,
 	})
 	if err != nil {
-		d.closeOwned()
 		return nil, fmt.Errorf("callbacks: bucket %s_LEASE: %w", cfg.Bucket, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
@@ -256,61 +241,14 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	return d, nil
 }
 
-// openOwn opens the ledger stream and starts a ledger and a record reader
-// over it, for a dispatcher running as its own process. The stream is not
-// created here (the gateway owns its configuration): New waits for it.
-func (d *Dispatcher) openOwn(ctx context.Context) error {
-	var st *jsstore.Store
-	for {
-		var err error
-		st, err = jsstore.OpenExisting(ctx, d.cfg.Conn, jsstore.Options{Stream: d.cfg.Stream})
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, events.ErrNotFound) {
-			return fmt.Errorf("callbacks: open ledger: %w", err)
-		}
-		d.log.Info("waiting for the ledger stream to be created by a gateway", "stream", d.cfg.Stream)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
-	led := ledger.New(st, ledger.Config{Logger: d.log})
-	if err := led.Start(ctx); err != nil {
-		return fmt.Errorf("callbacks: start ledger: %w", err)
-	}
-	d.closeOwn = func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = led.Close(cctx)
-	}
-	if err := led.WaitReady(ctx); err != nil {
-		d.closeOwned()
-		return err
-	}
-	d.cfg.Store, d.cfg.Ledger = st, led
-	d.cfg.Records = projections.NewReader(led, st, d.cfg.PublicURL)
-	return nil
-}
-
-func (d *Dispatcher) closeOwned() {
-	if d.closeOwn != nil {
-		d.closeOwn()
-		d.closeOwn = nil
-	}
-}
-
-// Close stops following the delivery state and, in a standalone process,
-// closes the dispatcher's own ledger. Call it after Run has returned.
+// Close stops following the delivery state. Call it after Run has
+// returned; the store and the ledger are the caller's to close.
 func (d *Dispatcher) Close() {
 	d.closeOnce.Do(func() {
 		if d.stopWatch != nil {
 			d.stopWatch()
 			<-d.watchDone
 		}
-		d.closeOwned()
 	})
 }
 
@@ -340,7 +278,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // Run runs a dispatcher until ctx ends: the whole life of a standalone
-// dispatcher process (or of the one inside the gateway).
+// dispatcher process.
 func Run(ctx context.Context, cfg Config) error {
 	d, err := New(ctx, cfg)
 	if err != nil {

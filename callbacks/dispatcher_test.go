@@ -2,10 +2,7 @@ package callbacks
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
 	"gateway/events"
 	"gateway/projections"
 )
@@ -207,16 +203,18 @@ func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
 	eventually(t, f.consumerDone, "a parked delivery's message is acknowledged")
 	require.Len(t, rcv.byTx(tx), 3)
 
-	// The operator resends through the HTTP handlers, from a process that
-	// is not the active dispatcher: the call is forwarded to it.
+	// The operator resends from a process that is not the active
+	// dispatcher: the call is forwarded to it.
 	other, err := New(context.Background(), Config{Conn: f.conn("ops"), Store: f.store, Ledger: f.led, Records: f.reader, Logger: f.log})
 	require.NoError(t, err)
 	defer other.Close()
 	require.False(t, other.Active())
 	healthy.Store(true)
-	h := other.Routes(testWriter(func(*http.Request) string { return "op-7" }))
-	res := serve(h, http.MethodPost, "/"+parked.EventID+"/resend")
-	require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+	rec, err := other.Resend(context.Background(), parked.EventID, "op-7")
+	require.NoError(t, err)
+	assert.Equal(t, parked.EventID, rec.EventID)
+	assert.Equal(t, 1, rec.Resends)
+	assert.Equal(t, "op-7", rec.LastResendBy)
 
 	eventually(t, func() bool { return len(rcv.byTx(tx)) == 4 }, "resent")
 	cs := rcv.byTx(tx)
@@ -227,25 +225,22 @@ func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
 	}, "resent delivery recorded as delivered, seen by another process")
 	p, err := other.List(context.Background(), Filter{Status: StatusDelivered})
 	require.NoError(t, err)
+	require.Len(t, p.Items, 1)
+	assert.Nil(t, p.NextCursor)
 	assert.Equal(t, 1, p.Items[0].Resends)
 	assert.Equal(t, "op-7", p.Items[0].LastResendBy)
 	assert.Equal(t, 1, p.Items[0].Attempts)
 
-	// Listing over HTTP.
-	res = serve(h, http.MethodGet, "/?status=delivered")
-	require.Equal(t, http.StatusOK, res.Code)
-	var page projections.Page[Delivery]
-	require.NoError(t, json.Unmarshal(res.Body.Bytes(), &page))
-	require.Len(t, page.Items, 1)
-	assert.Nil(t, page.NextCursor)
-	res = serve(h, http.MethodGet, "/?status=lost")
-	assert.Equal(t, http.StatusBadRequest, res.Code)
+	// A status that is none of the three is refused, naming the field.
+	_, err = other.List(context.Background(), Filter{Status: "lost"})
+	assert.ErrorIs(t, err, ErrInvalidFilter)
+	assertField(t, err, "status")
 
 	// Unknown and non-callback events.
 	for _, id := range []string{"999999-0", "1-0", "x"} {
 		_, err := other.Resend(context.Background(), id, "op")
 		assert.ErrorIs(t, err, ErrEventNotFound, id)
-		assert.ErrorIs(t, err, aggregates.ErrNotFound, id)
+		assertField(t, err, "eventId")
 	}
 }
 
@@ -285,7 +280,7 @@ func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
 	}
 	assert.Equal(t, txs, ids, "pages in stream order")
 	_, err := d.List(context.Background(), Filter{Cursor: "garbage!"})
-	assert.ErrorIs(t, err, projections.ErrBadCursor)
+	assert.ErrorIs(t, err, ErrBadCursor)
 	p, err := d.List(context.Background(), Filter{SiteID: "s2"})
 	require.NoError(t, err)
 	assert.Empty(t, p.Items)
@@ -302,6 +297,7 @@ func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
 	seq := f.append("s2", ev(&events.DepositExpired{TxID: tx}, time.Now()))
 	_, err = d.Resend(context.Background(), WebhookID(seq, 0), "op")
 	assert.ErrorIs(t, err, ErrNoCallbackURL)
+	assertField(t, err, "eventId")
 }
 
 func TestDispatcher_ordersExpiredBeforeLateApproval(t *testing.T) {
@@ -696,33 +692,34 @@ func TestDispatcher_backlogLimitParks(t *testing.T) {
 	}
 }
 
-// testWriter answers like httpapi's envelope writer, minus the envelope.
-func testWriter(actor func(*http.Request) string) Writer {
-	return Writer{
-		Data: func(w http.ResponseWriter, r *http.Request, data any) {
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(data)
-		},
-		Error: func(w http.ResponseWriter, r *http.Request, err error) {
-			code := http.StatusInternalServerError
-			switch {
-			case errors.Is(err, aggregates.ErrNotFound):
-				code = http.StatusNotFound
-			case errors.Is(err, aggregates.ErrInvalidRequest), errors.Is(err, projections.ErrBadCursor):
-				code = http.StatusBadRequest
-			case errors.Is(err, aggregates.ErrInvalidTransition):
-				code = http.StatusConflict
-			case errors.Is(err, events.ErrUnavailable):
-				code = http.StatusServiceUnavailable
-			}
-			http.Error(w, err.Error(), code)
-		},
-		Actor: actor,
+// assertField checks that err is an *Error naming field, with a message.
+func assertField(t *testing.T, err error, field string) {
+	t.Helper()
+	var ce *Error
+	if assert.ErrorAs(t, err, &ce) {
+		assert.Equal(t, field, ce.Field)
+		assert.NotEmpty(t, ce.Msg)
 	}
 }
 
-func serve(h http.Handler, method, path string) *httptest.ResponseRecorder {
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-	return rec
+// TestNew_needsTheProcessWiring: the dispatcher builds no store or ledger
+// of its own; without them it refuses to start.
+func TestNew_needsTheProcessWiring(t *testing.T) {
+	f := newFixture(t, false)
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"nothing but a connection", Config{Conn: f.nc}},
+		{"no records", Config{Conn: f.nc, Store: f.store, Ledger: f.led}},
+		{"no ledger", Config{Conn: f.nc, Store: f.store, Records: f.reader}},
+		{"no store", Config{Conn: f.nc, Ledger: f.led, Records: f.reader}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(context.Background(), tc.cfg)
+			assert.Error(t, err)
+			assert.Nil(t, d)
+		})
+	}
 }

@@ -5,38 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
 
-	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
 	"gateway/projections"
 )
 
-// Errors of the operator calls. Each wraps the domain or store error that
-// httpapi already maps to a status (404, 409, 503), and they reach the
-// caller inside an *aggregates.FieldError whose message is safe to show.
-var (
-	// ErrEventNotFound: the id names no final-state event of a site.
-	ErrEventNotFound = fmt.Errorf("no such callback event: %w", aggregates.ErrNotFound)
-	// ErrNoCallbackURL: the event's site has no callbackUrl to resend to.
-	ErrNoCallbackURL = fmt.Errorf("the site has no callbackUrl: %w", aggregates.ErrInvalidTransition)
-	// ErrNoDispatcher: no process is delivering callbacks right now.
-	ErrNoDispatcher = fmt.Errorf("no callback dispatcher is running: %w", events.ErrUnavailable)
-)
-
 func notFound(id string) error {
-	return &aggregates.FieldError{Field: "eventId", Err: ErrEventNotFound,
-		Msg: fmt.Sprintf("%q is not the id of a callback event", id)}
+	return &Error{Field: "eventId", Err: ErrEventNotFound, Msg: fmt.Sprintf("%q is not the id of a callback event", id)}
 }
 
 func noURL() error {
-	return &aggregates.FieldError{Field: "eventId", Err: ErrNoCallbackURL, Msg: "the event's site has no callbackUrl"}
+	return &Error{Field: "eventId", Err: ErrNoCallbackURL, Msg: "the event's site has no callbackUrl"}
 }
 
 // List returns one page of delivery records in stream order.
@@ -100,11 +83,11 @@ func (d *Dispatcher) Resend(ctx context.Context, id, actor string) (Delivery, er
 	defer cancel()
 	msg, err := d.cfg.Conn.RequestWithContext(rctx, d.resendSubject(), req)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return Delivery{}, &aggregates.FieldError{Err: ErrNoDispatcher,
+		return Delivery{}, &Error{Err: ErrNoDispatcher,
 			Msg: "no callback dispatcher is running (a gateway with callbacks on, or 'gateway callbacks'); try again once one is"}
 	}
 	if err != nil {
-		return Delivery{}, fmt.Errorf("resend %s: %w: %v", id, events.ErrUnavailable, err)
+		return Delivery{}, fmt.Errorf("resend %s: %w: %v", id, ErrUnavailable, err)
 	}
 	var rep resendReply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
@@ -118,7 +101,7 @@ func (d *Dispatcher) Resend(ctx context.Context, id, actor string) (Delivery, er
 	case "no_callback_url":
 		return Delivery{}, noURL()
 	case "unavailable":
-		return Delivery{}, fmt.Errorf("resend %s: %w: %s", id, events.ErrUnavailable, rep.Message)
+		return Delivery{}, fmt.Errorf("resend %s: %w: %s", id, ErrUnavailable, rep.Message)
 	}
 	return Delivery{}, fmt.Errorf("resend %s: %s", id, rep.Message)
 }
@@ -150,7 +133,8 @@ func (t *term) serveResend(m *nats.Msg) {
 			rep.Error = "not_found"
 		case errors.Is(err, ErrNoCallbackURL):
 			rep.Error = "no_callback_url"
-		case errors.Is(err, events.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		case errors.Is(err, ErrUnavailable), errors.Is(err, events.ErrUnavailable),
+			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			rep.Error = "unavailable"
 		default:
 			rep.Error = "internal"
@@ -250,7 +234,7 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 		Resends: old.Resends + 1, LastResendBy: actor, LastStatusCode: old.LastStatusCode, LastError: old.LastError,
 		LastAttemptAt: old.LastAttemptAt}
 	if err := d.write(ctx, &j.rec); err != nil {
-		return Delivery{}, fmt.Errorf("%w: %v", events.ErrUnavailable, err)
+		return Delivery{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	j.recorded, j.fresh = true, true
 	d.log.Info("callback resend", "eventId", id, "siteId", j.site, "transactionId", j.tx, "actor", actor)
@@ -310,72 +294,4 @@ func (t *term) resumeOrphans() {
 		}
 		t.mu.Unlock()
 	}
-}
-
-// Writer is how the handlers answer: httpapi passes its envelope writers,
-// so callback calls answer like every other operator call.
-type Writer struct {
-	// Data answers 200 with data in the envelope.
-	Data func(w http.ResponseWriter, r *http.Request, data any)
-	// Error answers an error in the envelope (httpapi maps the status).
-	Error func(w http.ResponseWriter, r *http.Request, err error)
-	// Actor names the authenticated operator (optional).
-	Actor func(r *http.Request) string
-}
-
-// ListHandler serves GET /ops/v1/callbacks?status=&site=&cursor=&limit=.
-func (d *Dispatcher) ListHandler(wr Writer) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		f := Filter{Status: q.Get("status"), Cursor: q.Get("cursor")}
-		if v := q.Get("site"); v != "" {
-			site, err := ids.ParseSite(v)
-			if err != nil {
-				wr.Error(w, r, &aggregates.FieldError{Field: "site", Err: aggregates.ErrSiteNotFound, Msg: "no such site"})
-				return
-			}
-			f.SiteID = site
-		}
-		if v := q.Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1000 {
-				wr.Error(w, r, &aggregates.FieldError{Field: "limit", Err: aggregates.ErrInvalidRequest,
-					Msg: "limit must be 1 to 1000"})
-				return
-			}
-			f.Limit = n
-		}
-		page, err := d.List(r.Context(), f)
-		if err != nil {
-			wr.Error(w, r, err)
-			return
-		}
-		wr.Data(w, r, page)
-	}
-}
-
-// ResendHandler serves POST /ops/v1/callbacks/{eventId}/resend.
-func (d *Dispatcher) ResendHandler(wr Writer) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		actor := ""
-		if wr.Actor != nil {
-			actor = wr.Actor(r)
-		}
-		rec, err := d.Resend(r.Context(), chi.URLParam(r, "eventId"), actor)
-		if err != nil {
-			wr.Error(w, r, err)
-			return
-		}
-		wr.Data(w, r, rec)
-	}
-}
-
-// Routes returns both calls as a router to mount at /ops/v1/callbacks,
-// for a caller that authorizes them alike (httpapi gives listing and
-// resending different roles, so it registers the handlers itself).
-func (d *Dispatcher) Routes(wr Writer) chi.Router {
-	r := chi.NewRouter()
-	r.Get("/", d.ListHandler(wr))
-	r.Post("/{eventId}/resend", d.ResendHandler(wr))
-	return r
 }

@@ -14,10 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
-	"gateway/projections"
 )
 
 // Delivery states.
@@ -259,7 +257,7 @@ func (ix *index) list(f Filter) ([]listed, *string, error) {
 	switch f.Status {
 	case "", StatusPending, StatusDelivered, StatusFailed:
 	default:
-		return nil, nil, &aggregates.FieldError{Field: "status", Err: aggregates.ErrInvalidRequest,
+		return nil, nil, &Error{Field: "status", Err: ErrInvalidFilter,
 			Msg: "status must be pending, delivered or failed"}
 	}
 	if f.Limit <= 0 || f.Limit > 1000 {
@@ -270,7 +268,7 @@ func (ix *index) list(f Filter) ([]listed, *string, error) {
 		b, err := base64.RawURLEncoding.DecodeString(f.Cursor)
 		k, ok := keyOf(string(b))
 		if err != nil || !ok {
-			return nil, nil, projections.ErrBadCursor
+			return nil, nil, ErrBadCursor
 		}
 		after = k
 	}

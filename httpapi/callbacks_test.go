@@ -363,6 +363,14 @@ func TestCallbacks_listing(t *testing.T) {
 		}
 	})
 
+	t.Run("site that is no site id", func(t *testing.T) {
+		for _, q := range []string{"?site=a.b", "?site=%2A", "?site=" + strings.Repeat("s", 200)} {
+			r := s.opsT(t, "GET", "/ops/v1/callbacks"+q, nil)
+			requireErr(t, r, 404, "not_found", "site")
+			assert.Equal(t, "no such site", r.Message, q)
+		}
+	})
+
 	t.Run("paging", func(t *testing.T) {
 		tests := []struct {
 			query string
@@ -577,7 +585,13 @@ func TestCallbacks_resendErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			requireErr(t, s.resend(t, adminToken, tc.id), tc.status, tc.code, "eventId")
+			r := s.resend(t, adminToken, tc.id)
+			requireErr(t, r, tc.status, tc.code, "eventId")
+			want := fmt.Sprintf("%q is not the id of a callback event", tc.id)
+			if tc.status == 409 {
+				want = "the event's site has no callbackUrl"
+			}
+			assert.Equal(t, want, r.Message)
 		})
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -605,7 +619,7 @@ func TestCallbacks_otherProcess(t *testing.T) {
 	require.JSONEq(t, `{"items":[],"nextCursor":null}`, string(passive.opsT(t, "GET", "/ops/v1/callbacks", nil).Data))
 	r := passive.resend(t, op.Token, id)
 	requireErr(t, r, 503, "unavailable", "")
-	assert.Contains(t, r.Message, "no callback dispatcher is running")
+	assert.Equal(t, "no callback dispatcher is running (a gateway with callbacks on, or 'gateway callbacks'); try again once one is", r.Message)
 	assert.Empty(t, rcv.calls(tx))
 
 	active := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})

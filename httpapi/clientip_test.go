@@ -133,7 +133,7 @@ func TestClientIP_errorNamesTheProxy(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "trusted proxy 10.0.0.2:")
 
-	ae := s.classify(badForwardedFor(err))
+	ae := classify(badForwardedFor(err))
 	assert.Equal(t, 400, ae.status)
 	assert.Equal(t, "invalid_request", ae.code)
 	assert.Equal(t, "X-Forwarded-For", ae.field)

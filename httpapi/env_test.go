@@ -142,8 +142,13 @@ func (e *env) newStack(o stackOptions) *stack {
 	if o.dispatcher != nil {
 		st.Callbacks, stopDispatcher = e.startDispatcher(*o.dispatcher, store, led, reader, log)
 	}
-	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
-		AppVersion: "test", StoreReady: store.Ping, Callbacks: st.Callbacks, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow})
+	cfg := httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
+		AppVersion: "test", StoreReady: store.Ping, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow}
+	if st.Callbacks != nil {
+		// Not a nil *Dispatcher in the interface: no dispatcher, no routes.
+		cfg.Callbacks = st.Callbacks
+	}
+	api := httpapi.New(cfg)
 	srv.Config.Handler = api
 	t.Cleanup(func() {
 		srv.Close()

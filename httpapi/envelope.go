@@ -2,20 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
 	"gateway/ids"
-	"gateway/ledger"
-	"gateway/projections"
 )
 
 // envelope is the shape of every JSON response (seed 2.1, CONTRACT §1).
@@ -28,24 +21,6 @@ type envelope struct {
 	ResponseTime string `json:"responseTime"`
 	AppVersion   string `json:"app_version"`
 	RequestID    string `json:"requestId"`
-}
-
-// apiError is an error with its contract code and HTTP status.
-type apiError struct {
-	status  int
-	code    string
-	message string
-	field   string
-	// retryAfter is set for 429 (seconds).
-	retryAfter int
-	// cause is logged, never shown.
-	cause error
-}
-
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
-func errBad(code, field, msg string) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: code, field: field, message: msg}
 }
 
 type ctxKey int
@@ -97,12 +72,6 @@ func saneID(s string) bool {
 	return true
 }
 
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // writeData answers 200 with data in the envelope.
 func (s *Server) writeData(w http.ResponseWriter, r *http.Request, data any) {
 	s.write(w, r, envelope{Data: data, Status: http.StatusOK})
@@ -110,7 +79,7 @@ func (s *Server) writeData(w http.ResponseWriter, r *http.Request, data any) {
 
 // writeErr maps err to the contract's codes and answers in the envelope.
 func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
-	ae := s.classify(err)
+	ae := classify(err)
 	ri := info(r)
 	lvl := slog.LevelInfo
 	if ae.status >= 500 {
@@ -140,55 +109,4 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, env envelope) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(env.Status)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-// classify maps domain and store errors to the contract's codes.
-func (s *Server) classify(err error) *apiError {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return ae
-	}
-	field, msg := "", ""
-	var fe *aggregates.FieldError
-	if errors.As(err, &fe) {
-		field, msg = fe.Field, fe.Msg
-	}
-	pick := func(status int, code, def string) *apiError {
-		if msg == "" {
-			msg = def
-		}
-		return &apiError{status: status, code: code, message: msg, field: field, cause: err}
-	}
-	switch {
-	case errors.Is(err, aggregates.ErrInvalidRequest):
-		return pick(400, "invalid_request", "the request is invalid")
-	case errors.Is(err, aggregates.ErrAmountOutOfRange):
-		return pick(400, "amount_out_of_range", "amount is outside the method's limits")
-	case errors.Is(err, aggregates.ErrUnknownBank):
-		return pick(400, "unknown_bank", "bankId matches no enabled method")
-	case errors.Is(err, aggregates.ErrInvalidIdentifier):
-		return pick(400, "invalid_identifier", "the recipient identifier does not fit the method")
-	case errors.Is(err, aggregates.ErrInsufficientBalance):
-		return pick(402, "insufficient_site_balance", "the site treasury cannot cover this withdrawal")
-	case errors.Is(err, aggregates.ErrNotFound):
-		return pick(404, "not_found", "no such transaction for this site")
-	case errors.Is(err, aggregates.ErrSiteNotFound):
-		return pick(404, "not_found", "no such site")
-	case errors.Is(err, aggregates.ErrIdempotencyConflict):
-		return pick(409, "idempotency_key_conflict", "Idempotency-Key was already used with a different body")
-	case errors.Is(err, aggregates.ErrProcessIDConflict):
-		return pick(409, "process_id_conflict", "processId was already used with different parameters")
-	case errors.Is(err, aggregates.ErrInvalidTransition):
-		return pick(409, "invalid_transition", "the transaction cannot move that way")
-	case errors.Is(err, aggregates.ErrNotDue):
-		return pick(409, "invalid_transition", "the deposit has not reached its expiry")
-	case errors.Is(err, aggregates.ErrSiteExists), errors.Is(err, aggregates.ErrBankExists):
-		return pick(409, "conflict", "it already exists")
-	case errors.Is(err, projections.ErrBadCursor):
-		return &apiError{status: 400, code: "invalid_request", field: "cursor", message: "cursor is not one this server issued", cause: err}
-	case errors.Is(err, events.ErrUnavailable), errors.Is(err, ledger.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return pick(503, "unavailable", "the event store cannot be reached; repeat the request with the same processId")
-	}
-	return &apiError{status: 500, code: "internal", message: "internal error; quote the requestId", cause: err}
 }

@@ -3,11 +3,8 @@ package httpapi
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -88,23 +85,6 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxBody{}, body)))
 	})
-}
-
-// readBody reads at most MaxBody bytes of the body.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	tooLarge := &apiError{status: 413, code: "body_too_large", message: "the request body is over 16 KiB"}
-	if r.ContentLength > MaxBody {
-		return nil, tooLarge
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge
-		}
-		return nil, errBad("invalid_request", "", "the request body could not be read")
-	}
-	return b, nil
 }
 
 func (s *Server) signatureValid(cfg *aggregates.Config, sign string, signed []byte) bool {
@@ -255,13 +235,6 @@ func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.C
 		return
 	}
 	s.writeData(w, r, rec)
-}
-
-// newToken returns an unguessable hosted page token.
-func newToken() string {
-	var b [18]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // method is one entry of GET /v1/banks.

@@ -5,7 +5,6 @@ package httpapi
 
 import (
 	"context"
-	"gateway/callbacks"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -39,7 +38,7 @@ type Config struct {
 	Now func() time.Time
 	// Callbacks serves /ops/v1/callbacks when set (the dispatcher may run
 	// in this process or another; its state is in JetStream either way).
-	Callbacks *callbacks.Dispatcher
+	Callbacks Callbacks
 	Logger    *slog.Logger
 }
 

@@ -52,9 +52,10 @@ func (c *callbackOptions) check() error {
 	return nil
 }
 
-func (c *callbackOptions) config(nc *nats.Conn, replicas int, log *slog.Logger) callbacks.Config {
-	return callbacks.Config{Conn: nc, Replicas: replicas, Schedule: c.retry, AllowPrivate: c.allowPrivate,
-		AckWait: c.ackWait, LeaseTTL: c.leaseTTL, Logger: log}
+// config is the dispatcher's configuration over the process's ledger.
+func (c *callbackOptions) config(nc *nats.Conn, ls *ledgerState, replicas int, log *slog.Logger) callbacks.Config {
+	return callbacks.Config{Conn: nc, Store: ls.store, Ledger: ls.led, Records: ls.reader, Replicas: replicas,
+		Schedule: c.retry, AllowPrivate: c.allowPrivate, AckWait: c.ackWait, LeaseTTL: c.leaseTTL, Logger: log}
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -136,13 +137,27 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer nc.Close()
 	defer serveDebug(o.debugListen, log)()
-	cfg := o.cb.config(nc, o.replicas, log)
-	cfg.PublicURL = o.publicURL
 	log.Info("callback dispatcher starting", "nats", o.nats, "natsAuth", o.natsAuth)
-	if err := callbacks.Run(ctx, cfg); err != nil && ctx.Err() == nil {
+	if err := dispatch(ctx, nc, o, log); err != nil && ctx.Err() == nil {
 		log.Error("callback dispatcher stopped", "err", err)
 		return 1
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// dispatch follows the ledger the gateways write, as they do (openLedger),
+// and delivers callbacks from it until ctx ends.
+func dispatch(ctx context.Context, nc *nats.Conn, o dispatcherOptions, log *slog.Logger) error {
+	ls, err := openLedger(ctx, nc, ledgerOptions{publicURL: o.publicURL}, log)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	// A callback's record and its previous status come from the state: it
+	// must have caught up with the stream before the first delivery.
+	if err := ls.led.WaitReady(ctx); err != nil {
+		return err
+	}
+	return callbacks.Run(ctx, o.cb.config(nc, ls, o.replicas, log))
 }

@@ -32,8 +32,6 @@ import (
 	"gateway/cmd/internal/natsauth"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
-	"gateway/ledger"
-	"gateway/projections"
 )
 
 // version is set with -ldflags "-X main.version=…"; otherwise the build
@@ -283,35 +281,21 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	defer nc.Close()
 
-	openCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	store, err := jsstore.Open(openCtx, nc, jsstore.Options{Replicas: o.replicas})
-	cancel()
+	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, snapshotEvery: time.Minute, publicURL: publicURL}, log)
 	if err != nil {
 		return err
 	}
-	led := ledger.New(store, ledger.Config{SnapshotEvery: time.Minute, Logger: log})
-	if err := led.Start(ctx); err != nil {
-		return err
-	}
-	closeLedger := func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := led.Close(cctx); err != nil {
-			log.Warn("ledger close", "err", err)
-		}
-	}
+	store, led, reader := ls.store, ls.led, ls.reader
+	closeLedger := ls.close
 
 	token := o.adminToken
 	if token == "" {
 		token = generateToken()
 		fmt.Fprintf(stdout, "Operator token (generated; pass --admin-token, GATEWAY_ADMIN_TOKEN or --admin-token-file to keep one): %s\n", token)
 	}
-	reader := projections.NewReader(led, store, publicURL)
 	// Every process lists deliveries and forwards resends; only one
 	// delivers at a time (see callbacks.Dispatcher).
-	dcfg := o.cb.config(nc, o.replicas, log)
-	dcfg.Store, dcfg.Ledger, dcfg.Records = store, led, reader
-	disp, err := callbacks.New(ctx, dcfg)
+	disp, err := callbacks.New(ctx, o.cb.config(nc, ls, o.replicas, log))
 	if err != nil {
 		closeLedger()
 		return fmt.Errorf("callback dispatcher: %w", err)

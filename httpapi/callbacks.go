@@ -1,0 +1,58 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"gateway/callbacks"
+	"gateway/ids"
+	"gateway/projections"
+)
+
+// Callbacks is what the operator API needs of the callback dispatcher
+// (*callbacks.Dispatcher implements it): the deliveries, and a resend.
+type Callbacks interface {
+	// List returns one page of deliveries in stream order.
+	List(ctx context.Context, f callbacks.Filter) (projections.Page[callbacks.Delivery], error)
+	// Resend delivers an event's callback again on behalf of actor.
+	Resend(ctx context.Context, eventID, actor string) (callbacks.Delivery, error)
+}
+
+// listCallbacks serves GET /ops/v1/callbacks?status=&site=&cursor=&limit=.
+// The status and the cursor are the dispatcher's to check.
+func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := callbacks.Filter{Status: q.Get("status"), Cursor: q.Get("cursor")}
+	if v := q.Get("site"); v != "" {
+		site, err := ids.ParseSite(v)
+		if err != nil {
+			s.writeErr(w, r, &apiError{status: http.StatusNotFound, code: "not_found", field: "site", message: "no such site"})
+			return
+		}
+		f.SiteID = site
+	}
+	var err error
+	if f.Limit, err = queryLimit(q.Get("limit")); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	page, err := s.cfg.Callbacks.List(r.Context(), f)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, page)
+}
+
+// resendCallback serves POST /ops/v1/callbacks/{eventId}/resend: the
+// dispatcher parses the id, so an id that names nothing is its 404.
+func (s *Server) resendCallback(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.cfg.Callbacks.Resend(r.Context(), chi.URLParam(r, "eventId"), info(r).actor)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, rec)
+}

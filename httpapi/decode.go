@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"gateway/aggregates"
+)
+
+// decodeJSON reads an operator body strictly: JSON only, no unknown fields,
+// nothing after the object. An empty body leaves v as it is.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	_, err := decodeJSONBody(w, r, v)
+	return err
+}
+
+// idempotencyHeader makes an operator write that is not a transition safe
+// to retry (README "Retrying operator writes").
+const idempotencyHeader = "Idempotency-Key"
+
+// decodeKeyed is decodeJSON for the calls that take an Idempotency-Key: it
+// also returns the key ("" when the header is absent) and the SHA-256 (hex)
+// of the exact body bytes, which a repeat of the key must match. A header
+// that is present must hold one valid key.
+func decodeKeyed(w http.ResponseWriter, r *http.Request, v any) (key, hash string, err error) {
+	vals := r.Header.Values(idempotencyHeader)
+	switch {
+	case len(vals) > 1:
+		return "", "", errBad("invalid_request", idempotencyHeader, "send one Idempotency-Key")
+	case len(vals) == 1:
+		key = vals[0]
+		if err := aggregates.CheckIdempotencyKey(key); err != nil {
+			return "", "", err
+		}
+	}
+	body, err := decodeJSONBody(w, r, v)
+	if err != nil || key == "" {
+		return "", "", err
+	}
+	sum := sha256.Sum256(body)
+	return key, hex.EncodeToString(sum[:]), nil
+}
+
+// decodeJSONBody is decodeJSON returning the body as it was read.
+func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return body, nil
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return nil, errBad("invalid_request", "", "the body must be application/json")
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
+		}
+		// encoding/json has no typed error for DisallowUnknownFields; its
+		// message is `json: unknown field "name"`. Name the field.
+		if _, q, ok := strings.Cut(err.Error(), "unknown field "); ok {
+			if name, uerr := strconv.Unquote(q); uerr == nil {
+				return nil, errBad("invalid_request", name, name+" is not a field of this call")
+			}
+		}
+		return nil, errBad("invalid_request", "", "the body is not valid JSON for this call: "+err.Error())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errBad("invalid_request", "", "the body must hold one JSON object")
+	}
+	return body, nil
+}
+
+func queryLimit(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 1000 {
+		return 0, errBad("invalid_request", "limit", "limit must be 1 to 1000")
+	}
+	return n, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func derefInt(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefBool(p *bool) bool { return p != nil && *p }
+
+// readBody reads at most MaxBody bytes of the body.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := &apiError{status: 413, code: "body_too_large", message: "the request body is over 16 KiB"}
+	if r.ContentLength > MaxBody {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge
+		}
+		return nil, errBad("invalid_request", "", "the request body could not be read")
+	}
+	return b, nil
+}

@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"gateway/aggregates"
+	"gateway/ids"
+	"gateway/projections"
+)
+
+// siteView is a site as the operator API shows it: its settings, as
+// declared once in aggregates.Settings, and who it is. Secrets appear only
+// in the answers that create them.
+type siteView struct {
+	ID ids.SiteID `json:"id"`
+	aggregates.Settings
+	// IPAllowlist and CallbackURL shadow the settings' own fields: the API
+	// shows no allowlist as [] and no callback URL as null.
+	IPAllowlist   []string             `json:"ipAllowlist"`
+	CallbackURL   *string              `json:"callbackUrl"`
+	AppKey        string               `json:"appKey"`
+	Secret        string               `json:"secret,omitempty"`
+	WebhookSecret string               `json:"webhookSecret,omitempty"`
+	CreatedAt     string               `json:"createdAt"`
+	Treasury      *projections.Balance `json:"treasury,omitempty"`
+}
+
+func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
+	v := siteView{ID: id, Settings: c.Settings, IPAllowlist: c.IPAllowlist, AppKey: c.AppKey,
+		CreatedAt: projections.FormatTime(c.CreatedAt)}
+	if v.IPAllowlist == nil {
+		v.IPAllowlist = []string{}
+	}
+	if c.CallbackURL != "" {
+		u := c.CallbackURL
+		v.CallbackURL = &u
+	}
+	return v
+}
+
+func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
+	// The body is the settings change itself; absent fields are nil.
+	var b aggregates.SiteSettings
+	key, hash, err := decodeKeyed(w, r, &b)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	// A keyed site's id is derived from the key, so every repeat, through
+	// any gateway process, addresses the same subject and only one of
+	// them can create it.
+	id := ids.NewSite()
+	if key != "" {
+		id = ids.SiteForKey(key)
+	}
+	cmd := aggregates.CreateSite{AppKey: ids.NewAppKey(), Secret: randomSecret(),
+		WebhookSecret: newWebhookSecret(), Settings: b, IdempotencyKey: key, RequestHash: hash}
+	ctx := r.Context()
+	if _, err := s.cfg.Ledger.Execute(ctx, id, cmd, info(r).actor); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cfg, err := s.createdSite(ctx, id, key != "")
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	v := viewSite(id, cfg)
+	v.Secret, v.WebhookSecret = cfg.Secret, cfg.WebhookSecret
+	s.writeData(w, r, v)
+}
+
+// createdSite returns the settings a site creation answers with: for a
+// keyed creation, the site as it was created, so that the first answer and
+// every repeat are the same whatever was updated or rotated since; else
+// the site as it now is.
+func (s *Server) createdSite(ctx context.Context, id ids.SiteID, keyed bool) (*aggregates.Config, error) {
+	var cfg *aggregates.Config
+	if keyed {
+		if err := s.cfg.Ledger.ViewCtx(ctx, id, func(st *aggregates.Site) error {
+			cfg = st.CreatedAs()
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg, _ = s.cfg.Ledger.SiteConfig(id)
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("site %s missing after creation", id)
+	}
+	return cfg, nil
+}
+
+func (s *Server) listSites(w http.ResponseWriter, r *http.Request) {
+	out := []siteView{}
+	for _, id := range s.cfg.Ledger.SiteIDs() {
+		if cfg, ok := s.cfg.Ledger.SiteConfig(id); ok {
+			out = append(out, viewSite(id, cfg))
+		}
+	}
+	s.writeData(w, r, out)
+}
+
+func (s *Server) getSite(w http.ResponseWriter, r *http.Request) {
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	b, err := s.cfg.Reader.BalanceOf(r.Context(), id)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cfg, ok := s.cfg.Ledger.SiteConfig(id)
+	if !ok {
+		s.writeErr(w, r, aggregates.ErrSiteNotFound)
+		return
+	}
+	v := viewSite(id, cfg)
+	v.Treasury = &b
+	s.writeData(w, r, v)
+}
+
+func (s *Server) updateSite(w http.ResponseWriter, r *http.Request) {
+	// The body is the settings change itself; absent fields are nil.
+	var b aggregates.SiteSettings
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if _, err := s.run(r, id, aggregates.UpdateSite{Settings: b}); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cfg, _ := s.cfg.Ledger.SiteConfig(id)
+	s.writeData(w, r, viewSite(id, cfg))
+}
+
+// run executes a site command on behalf of the authenticated operator and
+// returns the record of the transaction it concerned, if any.
+func (s *Server) run(r *http.Request, siteID ids.SiteID, cmd aggregates.Command) (projections.Record, error) {
+	ctx := r.Context()
+	lr, err := s.cfg.Ledger.Execute(ctx, siteID, cmd, info(r).actor)
+	if err != nil || lr.Decision.Tx < 0 {
+		return projections.Record{}, err
+	}
+	return s.cfg.Reader.FromResult(ctx, siteID, lr)
+}
+
+func (s *Server) siteEvents(w http.ResponseWriter, r *http.Request) {
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if _, ok := s.cfg.Ledger.SiteConfig(id); !ok {
+		if err := s.cfg.Ledger.Sync(r.Context(), id); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+	}
+	q := r.URL.Query()
+	limit, err := queryLimit(q.Get("limit"))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	page, err := s.cfg.Reader.History(r.Context(), id, q.Get("cursor"), limit)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, page)
+}
