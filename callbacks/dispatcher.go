@@ -152,7 +152,7 @@ func (c *Config) defaults() {
 	}
 }
 
-// Dispatcher delivers the callbacks of final-state events (CONTRACT §2) and
+// Dispatcher delivers the callbacks of final-state events (docs/callbacks.md) and
 // answers the operator's callback calls.
 //
 // Every gateway process (and any standalone dispatcher) makes one; the one

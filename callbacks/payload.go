@@ -15,7 +15,7 @@ import (
 	"gateway/projections"
 )
 
-// Callback types (CONTRACT §2): the final-state event names without their
+// Callback types (docs/callbacks.md "Which events produce callbacks"): the final-state event names without their
 // version suffix.
 const (
 	TypeDepositApproved    = "deposit.approved"
@@ -126,7 +126,7 @@ func asOf(rec projections.Record, ev events.Event, secret string) projections.Re
 	return rec
 }
 
-// body renders the callback body of CONTRACT §2:
+// body renders the callback body of docs/callbacks.md "Payload":
 // {"type":…,"timestamp":…,"data":{record, previousStatus}}. The timestamp
 // is when the event happened, so the body is the same on every attempt.
 func body(typ string, ev events.Event, rec projections.Record, prev string) ([]byte, error) {

@@ -1,6 +1,6 @@
 // Package callbacks delivers signed callbacks (Standard Webhooks) for
 // transactions that reach a final state. This file holds the retry
-// schedule of CONTRACT §2, shared by the dispatcher and the gateway's
+// schedule of docs/callbacks.md "Delivery and retries", shared by the dispatcher and the gateway's
 // --callback-retry flag.
 package callbacks
 

@@ -11,7 +11,7 @@ import (
 	"gateway/ids"
 )
 
-// envelope is the shape of every JSON response (seed 2.1, CONTRACT §1).
+// envelope is the shape of every JSON response (docs/merchant-api.md "Response envelope").
 type envelope struct {
 	Data         any    `json:"data"`
 	Status       int    `json:"status"`

@@ -77,7 +77,7 @@ var errorTable = []errorRule{
 }
 
 // msgUnavailable answers every outage: the merchant's repeat with the same
-// processId is safe (CONTRACT §1).
+// processId is safe (docs/merchant-api.md "Unavailable and internal errors").
 const msgUnavailable = "the event store cannot be reached; repeat the request with the same processId"
 
 // classify maps err to the answer a client gets: an *apiError as it is,

@@ -73,7 +73,7 @@ func requireErr(t testing.TB, r resp, status int, code, field string) {
 	require.Equal(t, "null", string(keys["data"]), "data must be null on errors: %s", r.Raw)
 }
 
-// responseHash is seed 5.3, computed independently of the server.
+// responseHash is docs/merchant-api.md "Response hash", computed independently of the server.
 func responseHash(secret, txID, bankID string, amount int64) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(txID + bankID + strconv.FormatInt(amount, 10)))

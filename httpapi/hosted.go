@@ -98,7 +98,7 @@ if(el){var end=+el.dataset.expires;(function tick(){var s=Math.max(0,Math.floor(
 </html>
 `))
 
-// hostedPage serves the deposit's payment page (CONTRACT §1). It needs no
+// hostedPage serves the deposit's payment page (docs/merchant-api.md "Hosted payment page"). It needs no
 // login, so it is built to cost nothing to whoever guesses: each client
 // address is rate limited, and a token is checked against the state in
 // memory before anything is read from the store (projections.Reader.Hosted).

@@ -10,7 +10,7 @@ import (
 )
 
 // depositKeys and withdrawalKeys are the exact field sets of the records
-// (seed 2.2 + 2.3 / 2.4, CONTRACT §1 requestedAmount, plus createdAt,
+// (docs/merchant-api.md "Records", plus createdAt,
 // updatedAt, senderName and lang).
 var (
 	commonKeys = []string{"transactionId", "bankId", "bank", "amount", "requestedAmount", "userId", "name", "userName",

@@ -7,8 +7,8 @@ import (
 )
 
 // limiter is a token bucket per key (a site, or a client address of the
-// hosted page): rate tokens per second, burst twice that (CONTRACT §3
-// rateLimit). It is per process; with several gateway replicas behind a
+// hosted page): rate tokens per second, burst twice that (docs/merchant-api.md
+// "Rate limit"). It is per process; with several gateway replicas behind a
 // balancer each enforces the limit on its share.
 //
 // Client addresses are as many as the internet has, so the buckets are

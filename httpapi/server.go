@@ -50,7 +50,7 @@ type Server struct {
 	router  chi.Router
 }
 
-// MaxBody is the largest merchant or operator request body (CONTRACT §1).
+// MaxBody is the largest merchant or operator request body (docs/merchant-api.md "Order of checks").
 const MaxBody = 16 << 10
 
 // DefaultHostedRateLimit is the hosted page's default rate per client

@@ -53,7 +53,7 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// options are the flags of CONTRACT §4.
+// options are the flags (README.md "Running").
 type options struct {
 	http, nats, data, sync, natsListen string
 	// natsListenInsecure lets --nats-listen run without credentials.
