@@ -38,9 +38,17 @@ type Store interface {
 type Ledger interface {
 	SiteConfig(siteID ids.SiteID) (*aggregates.Config, bool)
 	Followed() uint64
-	Sync(ctx context.Context, siteID ids.SiteID) error
-	ViewCtx(ctx context.Context, siteID ids.SiteID, fn func(*aggregates.Site) error) error
+	// Read runs fn on a site's state as this process holds it (fresh
+	// false) or once it holds what the site's subject holds now (fresh
+	// true); a nil fn only waits.
+	Read(ctx context.Context, siteID ids.SiteID, fresh bool, fn func(*aggregates.Site) error) error
 }
+
+// How current a Read must be.
+const (
+	local = false
+	fresh = true
+)
 
 // Records builds a transaction's record as the status lookup returns it,
 // the body of a callback.

@@ -206,7 +206,7 @@ func (t *term) resolve(ctx context.Context, j *job, rec projections.Record) erro
 		return nil
 	}
 	var from uint64
-	err := t.d.cfg.Ledger.ViewCtx(ctx, j.site, func(s *aggregates.Site) error {
+	err := t.d.cfg.Ledger.Read(ctx, j.site, local, func(s *aggregates.Site) error {
 		i, ok := s.Lookup(j.tx)
 		if !ok {
 			return fmt.Errorf("transaction %s: %w", j.tx, aggregates.ErrNotFound)
@@ -443,7 +443,7 @@ func (d *Dispatcher) caughtUp(ctx context.Context, site ids.SiteID, seq uint64) 
 	for wait := time.Millisecond; d.cfg.Ledger.Followed() < seq; wait *= 2 {
 		if wait > 256*time.Millisecond {
 			return retry(ctx, func() error {
-				err := d.cfg.Ledger.Sync(ctx, site)
+				err := d.cfg.Ledger.Read(ctx, site, fresh, nil)
 				if errors.Is(err, aggregates.ErrSiteNotFound) {
 					return nil
 				}

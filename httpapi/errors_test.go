@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"gateway/ids"
+	"gateway/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -529,7 +531,7 @@ func waitSite(t testing.TB, s *stack, st site) {
 	}, 10*time.Second, 5*time.Millisecond, "site %s never reached the other stack", st.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, s.Ledger.Sync(ctx, ids.SiteID(st.ID)))
+	require.NoError(t, s.Ledger.Read(ctx, ids.SiteID(st.ID), ledger.Fresh, nil))
 }
 
 func TestProcessIDConflict(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/projections"
 )
 
 func (s *Server) merchantRoutes(r chi.Router) {
@@ -229,7 +230,7 @@ func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.C
 		s.writeErr(w, r, err)
 		return
 	}
-	rec, err := s.cfg.Reader.FromResult(ctx, ri.siteID, res)
+	rec, err := s.cfg.Reader.FromResult(ctx, ri.siteID, projections.Committed(res))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

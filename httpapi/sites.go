@@ -7,6 +7,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/ids"
+	"gateway/ledger"
 	"gateway/projections"
 )
 
@@ -79,7 +80,7 @@ func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createdSite(ctx context.Context, id ids.SiteID, keyed bool) (*aggregates.Config, error) {
 	var cfg *aggregates.Config
 	if keyed {
-		if err := s.cfg.Ledger.ViewCtx(ctx, id, func(st *aggregates.Site) error {
+		if err := s.cfg.Ledger.Read(ctx, id, ledger.Local, func(st *aggregates.Site) error {
 			cfg = st.CreatedAs()
 			return nil
 		}); err != nil {
@@ -153,7 +154,7 @@ func (s *Server) run(r *http.Request, siteID ids.SiteID, cmd aggregates.Command)
 	if err != nil || lr.Decision.Tx < 0 {
 		return projections.Record{}, err
 	}
-	return s.cfg.Reader.FromResult(ctx, siteID, lr)
+	return s.cfg.Reader.FromResult(ctx, siteID, projections.Committed(lr))
 }
 
 func (s *Server) siteEvents(w http.ResponseWriter, r *http.Request) {
@@ -163,7 +164,7 @@ func (s *Server) siteEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := s.cfg.Ledger.SiteConfig(id); !ok {
-		if err := s.cfg.Ledger.Sync(r.Context(), id); err != nil {
+		if err := s.cfg.Ledger.Read(r.Context(), id, ledger.Fresh, nil); err != nil {
 			s.writeErr(w, r, err)
 			return
 		}

@@ -6,6 +6,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/ids"
+	"gateway/ledger"
 	"gateway/projections"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) adjustKeyed(w http.ResponseWriter, r *http.Request, id ids.Site
 	}
 	var a aggregates.AdjustmentAnswer
 	var ok bool
-	if err := s.cfg.Ledger.ViewCtx(r.Context(), id, func(st *aggregates.Site) error {
+	if err := s.cfg.Ledger.Read(r.Context(), id, ledger.Local, func(st *aggregates.Site) error {
 		a, ok = st.KeyedAdjustment(cmd.IdempotencyKey)
 		return nil
 	}); err != nil {

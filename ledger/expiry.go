@@ -22,7 +22,7 @@ func (l *Ledger) SweepExpired(ctx context.Context) (int, error) {
 	var firstErr error
 	for _, site := range l.SiteIDs() {
 		var due []ids.TxID
-		err := l.ViewCtx(ctx, site, func(s *aggregates.Site) error {
+		err := l.Read(ctx, site, Local, func(s *aggregates.Site) error {
 			s.PendingDeposits(func(i int32, tx *aggregates.Tx) {
 				if tx.ExpiresAt <= now {
 					due = append(due, ids.NewTx(site, i))

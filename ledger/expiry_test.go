@@ -119,7 +119,7 @@ func TestLedger_expiry_twoProcesses(t *testing.T) {
 		require.NoError(t, err)
 	}
 	b := e.ledger(sb, ledger.Config{Now: clk.Now})
-	require.NoError(t, b.Sync(ctx, siteID))
+	require.NoError(t, b.Read(ctx, siteID, ledger.Fresh, nil))
 	clk.Add(time.Hour)
 
 	var wg sync.WaitGroup
@@ -138,8 +138,8 @@ func TestLedger_expiry_twoProcesses(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, n, counts[0]+counts[1], "every deposit expired once, by one of the two")
 	assert.Len(t, expiredEvents(t, sa), n)
-	require.NoError(t, a.Sync(ctx, siteID))
-	require.NoError(t, b.Sync(ctx, siteID))
+	require.NoError(t, a.Read(ctx, siteID, ledger.Fresh, nil))
+	require.NoError(t, b.Read(ctx, siteID, ledger.Fresh, nil))
 	for _, l := range []*ledger.Ledger{a, b} {
 		for i, tx := range view(t, l, siteID).Txs {
 			assert.Equal(t, aggregates.StatusExpired, tx.Status, "tx %d", i)

@@ -262,7 +262,7 @@ type siteView struct {
 func view(t *testing.T, l *ledger.Ledger, id ids.SiteID) siteView {
 	t.Helper()
 	var v siteView
-	require.NoError(t, l.View(id, func(s *aggregates.Site) error {
+	require.NoError(t, l.Read(context.Background(), id, ledger.Local, func(s *aggregates.Site) error {
 		v = siteView{Balance: s.Balance, Pending: s.PendingWithdrawals,
 			Available: s.Available(), Cfg: *s.Cfg, Txs: append([]aggregates.Tx(nil), s.Txs...),
 			Keyed: maps.Collect(s.KeyedAdjustments())}

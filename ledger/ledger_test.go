@@ -164,8 +164,8 @@ func TestLedger_Execute_unknownSiteAndClosed(t *testing.T) {
 	assert.ErrorIs(t, err, aggregates.ErrSiteNotFound)
 	_, err = l.Execute(ctx, "nope", aggregates.AdjustTreasury{Amount: 1, Reason: "x"}, "admin")
 	assert.ErrorIs(t, err, aggregates.ErrSiteNotFound)
-	assert.ErrorIs(t, l.View("nope", func(*aggregates.Site) error { return nil }), aggregates.ErrSiteNotFound)
-	assert.ErrorIs(t, l.Sync(ctx, "nope"), aggregates.ErrSiteNotFound)
+	assert.ErrorIs(t, l.Read(context.Background(), "nope", ledger.Local, func(*aggregates.Site) error { return nil }), aggregates.ErrSiteNotFound)
+	assert.ErrorIs(t, l.Read(ctx, "nope", ledger.Fresh, nil), aggregates.ErrSiteNotFound)
 	_, ok := l.SiteConfig("nope")
 	assert.False(t, ok)
 	assert.Equal(t, []ids.SiteID{siteID}, l.SiteIDs(), "lookups of unknown sites leave no trace")
@@ -224,7 +224,7 @@ func holdSite(t *testing.T, l *ledger.Ledger, id ids.SiteID) (release func()) {
 	entered, held := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- l.View(id, func(*aggregates.Site) error {
+		done <- l.Read(context.Background(), id, ledger.Local, func(*aggregates.Site) error {
 			close(entered)
 			<-held
 			return nil

@@ -56,8 +56,8 @@ func (p *pair) settle(t *testing.T) siteView {
 	va, vb := view(t, p.a, siteID), view(t, p.b, siteID)
 	require.Equal(t, va, vb, "both ledgers agree once they have followed the stream")
 	ctx := context.Background()
-	require.NoError(t, p.a.Sync(ctx, siteID))
-	require.NoError(t, p.b.Sync(ctx, siteID))
+	require.NoError(t, p.a.Read(ctx, siteID, ledger.Fresh, nil))
+	require.NoError(t, p.b.Read(ctx, siteID, ledger.Fresh, nil))
 	require.Equal(t, va, view(t, p.a, siteID), "the follower left nothing for Sync to read")
 	require.Equal(t, va, view(t, p.b, siteID))
 	require.Equal(t, verifyChain(t, p.sa.Store, siteID), va.Hash)
@@ -352,8 +352,8 @@ func TestLedger_twoLedgers_readYourWrites(t *testing.T) {
 		createSite(t, a, id, 0, 0)
 		r, err := a.Execute(ctx, id, deposit(ba, "p", "u", 5_000), events.ActorMerchant)
 		require.NoError(t, err)
-		require.NoError(t, b.Sync(ctx, id))
-		require.NoError(t, b.View(id, func(s *aggregates.Site) error {
+		require.NoError(t, b.Read(ctx, id, ledger.Fresh, nil))
+		require.NoError(t, b.Read(context.Background(), id, ledger.Local, func(s *aggregates.Site) error {
 			j, ok := s.ByProcessID("p")
 			assert.True(t, ok)
 			assert.Equal(t, r.Decision.Tx, j)

@@ -15,7 +15,11 @@ import (
 // Reads. None of them takes a site's append lock: a read holds the site's
 // state lock for reading, which writers hold only while they change the
 // state in memory, so a lookup never queues behind an append, and a store
-// that stops answering cannot hold a reader past its deadline.
+// that stops answering cannot hold a reader past its deadline. A site is
+// read through Read; SiteByAppKey and SiteConfig answer authentication
+// without any lock; CatchUp and CatchUpMiss are not reads but waits for the
+// follower, for things (sites, methods, operators) created through another
+// process.
 
 // SiteByAppKey finds a site by its application key without locking it.
 func (l *Ledger) SiteByAppKey(appKey string) (ids.SiteID, *aggregates.Config, bool) {
@@ -56,25 +60,36 @@ func (l *Ledger) SiteIDs() []ids.SiteID {
 	return out
 }
 
-// View runs fn on a site's committed state as this process holds it. fn
-// must not keep the pointer, change the state or do I/O.
-func (l *Ledger) View(siteID ids.SiteID, fn func(*aggregates.Site) error) error {
-	return l.ViewCtx(context.Background(), siteID, fn)
-}
+// Consistency values for Read: how current the state a read sees must be.
+const (
+	// Local reads the state this process holds now.
+	Local = false
+	// Fresh reads it once this process has applied every message the
+	// site's subject held when Read was called: read-your-writes across
+	// gateway processes, at the cost of one read of one subject.
+	Fresh = true
+)
 
-// ViewCtx is View for a request: it answers ErrUnavailable for a site that
-// is not served.
-func (l *Ledger) ViewCtx(_ context.Context, siteID ids.SiteID, fn func(*aggregates.Site) error) error {
-	e := l.lookup(siteID)
-	if e == nil {
+// Read is the one way to read a site: it runs fn on the site's committed
+// state, Local or Fresh. fn must not keep the pointer, change the state or
+// do I/O; a nil fn only waits (Fresh) and checks that the site is served.
+// A site that is not served answers ErrUnavailable, one the stream does
+// not know ErrSiteNotFound (and no entry is made for it).
+func (l *Ledger) Read(ctx context.Context, siteID ids.SiteID, fresh bool, fn func(*aggregates.Site) error) error {
+	var e *entry
+	if fresh {
+		var err error
+		if e, err = l.awaitSite(ctx, siteID); err != nil {
+			return err
+		}
+	} else if e = l.lookup(siteID); e == nil {
 		return aggregates.ErrSiteNotFound
 	}
-	return view(e, fn)
-}
-
-func view(e *entry, fn func(*aggregates.Site) error) error {
 	if err := e.unavailable(); err != nil {
 		return err
+	}
+	if fn == nil {
+		return nil
 	}
 	e.rw.RLock()
 	defer e.rw.RUnlock()
@@ -82,27 +97,6 @@ func view(e *entry, fn func(*aggregates.Site) error) error {
 		return aggregates.ErrSiteNotFound
 	}
 	return fn(e.state)
-}
-
-// ViewFresh is ViewCtx once this process has applied every message the
-// site's subject held when it was called (read-your-writes across gateway
-// processes). It reads the subject's last sequence, one subject only, and
-// waits for the follower (or this process's own commit) to pass it.
-func (l *Ledger) ViewFresh(ctx context.Context, siteID ids.SiteID, fn func(*aggregates.Site) error) error {
-	e, err := l.awaitSite(ctx, siteID)
-	if err != nil {
-		return err
-	}
-	if fn == nil {
-		return e.unavailable()
-	}
-	return view(e, fn)
-}
-
-// Sync waits until this process has applied every message the site's
-// subject held when it was called.
-func (l *Ledger) Sync(ctx context.Context, siteID ids.SiteID) error {
-	return l.ViewFresh(ctx, siteID, nil)
 }
 
 // awaitSite returns the site's entry once it has applied the subject's last

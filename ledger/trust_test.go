@@ -120,9 +120,9 @@ func TestLedger_unappliableMessage_stopsServingTheSite(t *testing.T) {
 				_, err := l.Execute(ctx, siteID, deposit(b, "p", "u", 5_000), events.ActorMerchant)
 				return errors.Is(err, events.ErrUnavailable)
 			})
-			err := l.ViewCtx(ctx, siteID, func(*aggregates.Site) error { return nil })
+			err := l.Read(ctx, siteID, ledger.Local, func(*aggregates.Site) error { return nil })
 			assert.ErrorIs(t, err, events.ErrUnavailable, "reads are refused too")
-			assert.ErrorIs(t, l.Sync(ctx, siteID), events.ErrUnavailable)
+			assert.ErrorIs(t, l.Read(ctx, siteID, ledger.Fresh, nil), events.ErrUnavailable)
 			logs := e.logs.String()
 			assert.Contains(t, logs, tc.log)
 			assert.Contains(t, logs, "subject=ledger.site.s1")
@@ -152,7 +152,7 @@ func TestLedger_snapshotWithInvalidName_isIgnored(t *testing.T) {
 	require.NoError(t, l.Close(ctx))
 	var data []byte
 	pos := ledger.PositionOf(l, siteID)
-	require.NoError(t, l.View(siteID, func(s *aggregates.Site) error {
+	require.NoError(t, l.Read(context.Background(), siteID, ledger.Local, func(s *aggregates.Site) error {
 		var err error
 		data, err = s.MarshalSnapshot(pos)
 		return err
@@ -204,8 +204,8 @@ func TestLedger_readsDoNotWaitForAppends(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for name, read := range map[string]func() error{
-		"ViewCtx":   func() error { return l.ViewCtx(rctx, siteID, func(*aggregates.Site) error { return nil }) },
-		"ViewFresh": func() error { return l.ViewFresh(rctx, siteID, func(*aggregates.Site) error { return nil }) },
+		"Local": func() error { return l.Read(rctx, siteID, ledger.Local, func(*aggregates.Site) error { return nil }) },
+		"Fresh": func() error { return l.Read(rctx, siteID, ledger.Fresh, func(*aggregates.Site) error { return nil }) },
 	} {
 		require.NoError(t, read(), name)
 	}

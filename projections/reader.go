@@ -13,7 +13,6 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
-	"gateway/ledger"
 )
 
 // Store is what the projections read from the event store.
@@ -22,9 +21,30 @@ type Store interface {
 	Next(ctx context.Context, subject string, seq uint64) (events.Msg, error)
 }
 
+// State is what the records are built from: the write side's state of
+// every site, kept equal to the stream (*ledger.Ledger implements it).
+type State interface {
+	// Read runs fn on a site's state as this process holds it (fresh
+	// false) or once it holds everything the site's subject held when
+	// called (fresh true). It never waits for an append.
+	Read(ctx context.Context, siteID ids.SiteID, fresh bool, fn func(*aggregates.Site) error) error
+	// SiteConfig returns a site's settings without waiting.
+	SiteConfig(siteID ids.SiteID) (*aggregates.Config, bool)
+	// SiteIDs lists the created sites, sorted.
+	SiteIDs() []ids.SiteID
+	// CatchUpMiss waits, throttled, for what other processes created.
+	CatchUpMiss(ctx context.Context) error
+}
+
+// How current a read must be (see State.Read).
+const (
+	local = false
+	fresh = true
+)
+
 // Reader answers lookups from the ledger's state and the stored events.
 type Reader struct {
-	ledger    *ledger.Ledger
+	state     State
 	store     Store
 	publicURL string
 
@@ -39,8 +59,8 @@ type Reader struct {
 const createdCacheSize = 4096
 
 // NewReader returns a Reader. publicURL is the base of hosted page links.
-func NewReader(l *ledger.Ledger, store Store, publicURL string) *Reader {
-	return &Reader{ledger: l, store: store, publicURL: strings.TrimRight(publicURL, "/"),
+func NewReader(st State, store Store, publicURL string) *Reader {
+	return &Reader{state: st, store: store, publicURL: strings.TrimRight(publicURL, "/"),
 		created: make(map[ids.TxID]events.Event, createdCacheSize), order: make([]ids.TxID, createdCacheSize)}
 }
 
@@ -57,7 +77,7 @@ type snapshot struct {
 
 // ByID returns the current record of a site's transaction.
 func (r *Reader) ByID(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (Record, error) {
-	return r.lookup(ctx, siteID, true, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
+	return r.lookup(ctx, siteID, fresh, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
 }
 
 // ByIDLocal is ByID from the state this process holds, without catching the
@@ -65,25 +85,21 @@ func (r *Reader) ByID(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (Re
 // covers what it needs (the ledger has followed the stream past it), and
 // that must not queue behind the site's appends.
 func (r *Reader) ByIDLocal(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (Record, error) {
-	return r.lookup(ctx, siteID, false, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
+	return r.lookup(ctx, siteID, local, func(s *aggregates.Site) (int32, bool) { return s.Lookup(txID) })
 }
 
 // ByProcessID returns the current record of the transaction with processId.
 func (r *Reader) ByProcessID(ctx context.Context, siteID ids.SiteID, pid string) (Record, error) {
-	return r.lookup(ctx, siteID, true, func(s *aggregates.Site) (int32, bool) { return s.ByProcessID(pid) })
+	return r.lookup(ctx, siteID, fresh, func(s *aggregates.Site) (int32, bool) { return s.ByProcessID(pid) })
 }
 
-func (r *Reader) lookup(ctx context.Context, siteID ids.SiteID, fresh bool, find func(*aggregates.Site) (int32, bool)) (Record, error) {
-	// The site is caught up with the stream first (fresh): a transaction
-	// created or moved through another gateway process is then seen at
-	// once.
-	view := r.ledger.ViewCtx
-	if fresh {
-		view = r.ledger.ViewFresh
-	}
+// lookup finds a transaction with find. A status lookup reads fresh: a
+// transaction created or moved through another gateway process is then
+// seen at once.
+func (r *Reader) lookup(ctx context.Context, siteID ids.SiteID, consistency bool, find func(*aggregates.Site) (int32, bool)) (Record, error) {
 	var snap snapshot
 	var ok bool
-	err := view(ctx, siteID, func(s *aggregates.Site) error {
+	err := r.state.Read(ctx, siteID, consistency, func(s *aggregates.Site) error {
 		var i int32
 		if i, ok = find(s); ok {
 			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: ids.NewTx(siteID, i), secret: s.Cfg.Secret}
@@ -104,14 +120,14 @@ func (r *Reader) lookup(ctx context.Context, siteID ids.SiteID, fresh bool, find
 // needs no login, so whoever guesses is checked against the state in memory
 // first (aggregates.HostedKey), before anything is read from the store; only
 // a transaction this process does not know yet costs a catch-up, and those
-// are throttled (ledger.CatchUpMiss).
+// are throttled (State.CatchUpMiss).
 func (r *Reader) Hosted(ctx context.Context, id ids.TxID, token string) (Record, error) {
 	key := aggregates.HostedKey(token)
 	if key == 0 {
 		return Record{}, aggregates.ErrNotFound
 	}
 	snap, known, err := r.hosted(ctx, id, key)
-	if err == nil && !known && r.ledger.CatchUpMiss(ctx) == nil {
+	if err == nil && !known && r.state.CatchUpMiss(ctx) == nil {
 		// Created a moment ago through another gateway process.
 		snap, known, err = r.hosted(ctx, id, key)
 	}
@@ -137,7 +153,7 @@ func (r *Reader) Hosted(ctx context.Context, id ids.TxID, token string) (Record,
 // hosted looks the deposit up in memory: snap is set when its hosted key is
 // key; known is false when this process does not have the transaction.
 func (r *Reader) hosted(ctx context.Context, id ids.TxID, key uint64) (snap *snapshot, known bool, err error) {
-	err = r.ledger.ViewCtx(ctx, id.Site(), func(s *aggregates.Site) error {
+	err = r.state.Read(ctx, id.Site(), local, func(s *aggregates.Site) error {
 		i, ok := s.Lookup(id)
 		if !ok {
 			return nil
@@ -154,15 +170,30 @@ func (r *Reader) hosted(ctx context.Context, id ids.TxID, key uint64) (snap *sna
 	return snap, known, err
 }
 
+// Committed is a command's outcome as the write side committed it (the
+// fields of ledger.Result, which converts to it).
+type Committed struct {
+	// Decision is what the aggregate decided.
+	Decision aggregates.Decision
+	// Events are the events appended for the command (none for a repeat).
+	Events []events.Event
+	// Seq is the stream sequence of the message holding Events.
+	Seq uint64
+	// Tx is the transaction concerned, as committed.
+	Tx aggregates.Tx
+	// Reason is the transaction's status reason.
+	Reason string
+}
+
 // FromResult builds the record a command answered with. When the command
 // appended the transaction's creation event, that event is used directly;
 // repeats read it back from the stream.
-func (r *Reader) FromResult(ctx context.Context, siteID ids.SiteID, res ledger.Result) (Record, error) {
+func (r *Reader) FromResult(ctx context.Context, siteID ids.SiteID, res Committed) (Record, error) {
 	i := res.Decision.Tx
 	if i < 0 {
 		return Record{}, fmt.Errorf("result names no transaction: %w", aggregates.ErrNotFound)
 	}
-	cfg, ok := r.ledger.SiteConfig(siteID)
+	cfg, ok := r.state.SiteConfig(siteID)
 	if !ok {
 		return Record{}, aggregates.ErrSiteNotFound
 	}
@@ -262,7 +293,7 @@ type Balance struct {
 // BalanceOf returns a site's treasury, caught up with the stream.
 func (r *Reader) BalanceOf(ctx context.Context, siteID ids.SiteID) (Balance, error) {
 	var b Balance
-	err := r.ledger.ViewFresh(ctx, siteID, func(s *aggregates.Site) error {
+	err := r.state.Read(ctx, siteID, fresh, func(s *aggregates.Site) error {
 		b = Balance{Balance: s.Balance, PendingWithdrawals: s.PendingWithdrawals, NegativeLimit: s.Cfg.NegativeLimit,
 			Available: s.Available(), Currency: Currency}
 		return nil
@@ -303,9 +334,9 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 	if err != nil {
 		return Page[OpsRecord]{}, err
 	}
-	sites := r.ledger.SiteIDs()
+	sites := r.state.SiteIDs()
 	if f.SiteID != "" {
-		if _, ok := r.ledger.SiteConfig(f.SiteID); !ok {
+		if _, ok := r.state.SiteConfig(f.SiteID); !ok {
 			return Page[OpsRecord]{}, aggregates.ErrSiteNotFound
 		}
 		sites = []ids.SiteID{f.SiteID}
@@ -323,7 +354,7 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 		if id == startSite {
 			from = startIdx
 		}
-		err := r.ledger.ViewCtx(ctx, id, func(s *aggregates.Site) error {
+		err := r.state.Read(ctx, id, local, func(s *aggregates.Site) error {
 			for i := from; int(i) < len(s.Txs); i++ {
 				tx := &s.Txs[i]
 				if (f.Kind != 0 && tx.Kind != f.Kind) || (f.Status != 0 && tx.Status != f.Status) {

@@ -24,6 +24,8 @@ var (
 	_ callbacks.Ledger  = (*ledger.Ledger)(nil)
 	_ callbacks.Records = (*projections.Reader)(nil)
 	_ httpapi.Callbacks = (*callbacks.Dispatcher)(nil)
+	_ projections.State = (*ledger.Ledger)(nil)
+	_ projections.Store = (*jsstore.Store)(nil)
 )
 
 // ledgerState is what a process serves from: the ledger stream, the ledger
