@@ -13,7 +13,7 @@ import (
 
 	"gateway/events"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // Reader is what History reads.
@@ -21,11 +21,11 @@ type Reader interface {
 	Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error
 }
 
-// Entry is one event of a site's history in readable form: the projections'
+// Entry is one event of a site's history in readable form: the records'
 // HistoryItem (secrets and hosted page tokens redacted) plus the payload's
 // field names in the order the payload declares them.
 type Entry struct {
-	projections.HistoryItem
+	records.HistoryItem
 	Fields []string `json:"-"`
 }
 
@@ -50,7 +50,7 @@ func History(ctx context.Context, src Reader, site string, from uint64, limit in
 			return fmt.Errorf("message #%d: %w", m.Seq, err)
 		}
 		for i, e := range evs {
-			it, err := projections.Readable(m.Seq, i, e)
+			it, err := records.Readable(m.Seq, i, e)
 			if err != nil {
 				return fmt.Errorf("event #%d.%d: %w", m.Seq, i, err)
 			}

@@ -22,7 +22,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // Store is what the dispatcher reads from the ledger stream: a site
@@ -55,7 +55,7 @@ const (
 type Records interface {
 	// ByIDLocal answers from the state this process holds, which the
 	// dispatcher first lets the ledger bring past the event.
-	ByIDLocal(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (projections.Record, error)
+	ByIDLocal(ctx context.Context, siteID ids.SiteID, txID ids.TxID) (records.Record, error)
 }
 
 // Config configures a Dispatcher. Conn, Store, Ledger and Records are

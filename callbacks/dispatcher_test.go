@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/events"
-	"gateway/projections"
+	"gateway/records"
 )
 
 func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
@@ -70,7 +70,7 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 			assert.Equal(t, w.prev, d["previousStatus"])
 			assert.Equal(t, w.amount, d["amount"])
 			assert.Equal(t, w.reason, d["statusReason"])
-			assert.Equal(t, projections.ResponseHash("sec-s1", tx, "b1", int64(w.amount)), d["hash"])
+			assert.Equal(t, records.ResponseHash("sec-s1", tx, "b1", int64(w.amount)), d["hash"])
 			assert.NotEmpty(t, d["updatedAt"])
 			assert.Equal(t, "p-"+tx, d["processId"])
 			if strings.HasPrefix(w.typ, "deposit") {
@@ -87,7 +87,7 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 	eventually(t, f.consumerDone, "all messages acknowledged")
 	other, _ := f.dispatcher(Config{})
 	for _, dd := range []*Dispatcher{d, other} {
-		var page projections.Page[Delivery]
+		var page records.Page[Delivery]
 		eventually(t, func() bool {
 			page, err = dd.List(context.Background(), Filter{Status: StatusDelivered})
 			return err == nil && len(page.Items) == 5
@@ -333,7 +333,7 @@ func TestDispatcher_ordersExpiredBeforeLateApproval(t *testing.T) {
 		assert.Equal(t, "expired", c.Msg.Data["status"], "the expired callback describes the deposit as of its expiry")
 		assert.Equal(t, float64(10000), c.Msg.Data["amount"])
 		assert.Equal(t, "pending", c.Msg.Data["previousStatus"])
-		assert.Equal(t, projections.ResponseHash("sec-s1", tx, "b1", 10000), c.Msg.Data["hash"])
+		assert.Equal(t, records.ResponseHash("sec-s1", tx, "b1", 10000), c.Msg.Data["hash"])
 	}
 	a := cs[3]
 	assert.Equal(t, "approved", a.Msg.Data["status"])

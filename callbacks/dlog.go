@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // The delivery log records the callbacks delivered at their first attempt,
@@ -144,7 +144,7 @@ func (l *dlog) search(k key) int {
 // delivery renders an entry as the listing shows it; the transaction and
 // callback type are filled in from the stream by the caller.
 func (l *dlog) delivery(e logEntry) Delivery {
-	at := projections.FormatTime(e.at)
+	at := records.FormatTime(e.at)
 	code := int(e.code)
 	return Delivery{EventID: WebhookID(e.k.seq, e.k.idx), SiteID: l.sites[e.site], Status: StatusDelivered,
 		Attempts: 1, LastStatusCode: &code, LastAttemptAt: &at, UpdatedAt: at}

@@ -23,7 +23,7 @@ import (
 	"gateway/events/jsstore"
 	"gateway/ids"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // waitFor bounds a polled condition. Nothing asserts how fast anything
@@ -72,7 +72,7 @@ type fixture struct {
 	nc          *nats.Conn
 	store       *jsstore.Store
 	led         *ledger.Ledger
-	reader      *projections.Reader
+	reader      *records.Reader
 	logs        *logBuffer
 	log         *slog.Logger
 
@@ -107,7 +107,7 @@ func newFixture(t testing.TB, syncAlways bool) *fixture {
 		defer cancel()
 		_ = f.led.Close(ctx)
 	})
-	f.reader = projections.NewReader(f.led, f.store, "http://gw.test")
+	f.reader = records.NewReader(f.led, f.store, "http://gw.test")
 	return f
 }
 

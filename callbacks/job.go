@@ -14,7 +14,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 type jobState uint8
@@ -139,7 +139,7 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 		}
 		return true, nil
 	}
-	var rec projections.Record
+	var rec records.Record
 	if err := retry(ctx, func() error {
 		var err error
 		rec, err = d.cfg.Records.ByIDLocal(ctx, j.site, j.tx)
@@ -198,7 +198,7 @@ func (t *term) waitWindow(ctx context.Context, j *job, gen int) bool {
 
 // resolve finds j's previous status (and any earlier callback of its
 // transaction) when the tracker could not tell.
-func (t *term) resolve(ctx context.Context, j *job, rec projections.Record) error {
+func (t *term) resolve(ctx context.Context, j *job, rec records.Record) error {
 	if _, ok := j.ev.Payload.(*events.DepositApproved); ok && j.ev.Time < rec.ExpiresAtMs()-clockSkew.Milliseconds() {
 		// An expiry is decided at or after expiresAt; an approval before
 		// it cannot follow one.
@@ -266,7 +266,7 @@ func (t *term) deliver(ctx context.Context, j *job) {
 		}
 		now := time.Now()
 		j.attempts++
-		at := projections.FormatTime(now.UnixMilli())
+		at := records.FormatTime(now.UnixMilli())
 		j.rec.Attempts, j.rec.LastAttemptAt, j.rec.NextAttemptAt = j.attempts, &at, nil
 		j.rec.LastStatusCode = nil
 		if o.code != 0 {
@@ -301,7 +301,7 @@ func (t *term) deliver(ctx context.Context, j *job) {
 			wait = o.retryAfter
 		}
 		j.next = now.Add(wait)
-		next := projections.FormatTime(j.next.UnixMilli())
+		next := records.FormatTime(j.next.UnixMilli())
 		j.rec.Status, j.rec.NextAttemptAt = StatusPending, &next
 		d.log.Debug("callback attempt failed", "eventId", j.id, "siteId", j.site, "transactionId", j.tx,
 			"attempt", j.attempts, "status", o.code, "err", o.err, "retryIn", wait)
@@ -389,7 +389,7 @@ func (t *term) mustWrite(ctx context.Context, j *job) bool {
 
 // write stores a record in the bucket.
 func (d *Dispatcher) write(ctx context.Context, rec *Delivery) error {
-	rec.UpdatedAt = projections.FormatTime(time.Now().UnixMilli())
+	rec.UpdatedAt = records.FormatTime(time.Now().UnixMilli())
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err

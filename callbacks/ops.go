@@ -11,7 +11,7 @@ import (
 
 	"gateway/events"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 func notFound(id string) error {
@@ -23,8 +23,8 @@ func noURL() error {
 }
 
 // List returns one page of delivery records in stream order.
-func (d *Dispatcher) List(ctx context.Context, f Filter) (projections.Page[Delivery], error) {
-	page := projections.Page[Delivery]{Items: []Delivery{}}
+func (d *Dispatcher) List(ctx context.Context, f Filter) (records.Page[Delivery], error) {
+	page := records.Page[Delivery]{Items: []Delivery{}}
 	if err := d.ix.waitSynced(ctx); err != nil {
 		return page, err
 	}
@@ -218,7 +218,7 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 			return rec, nil
 		}
 		return Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ, Status: StatusPending,
-			UpdatedAt: projections.FormatTime(time.Now().UnixMilli())}, nil
+			UpdatedAt: records.FormatTime(time.Now().UnixMilli())}, nil
 	}
 	t.mu.Unlock()
 	old, found, err := d.load(ctx, id)

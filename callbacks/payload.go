@@ -12,7 +12,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // Callback types (docs/callbacks.md "Which events produce callbacks"): the final-state event names without their
@@ -94,7 +94,7 @@ func ParseWebhookID(id string) (seq uint64, idx int, ok bool) {
 // expired, with its requested amount, by the expired callback. Status,
 // amount, reason, hash and updatedAt come from the event; everything the
 // creation event fixed (names, bank, accounts) is unchanged by later events.
-func asOf(rec projections.Record, ev events.Event, secret string) projections.Record {
+func asOf(rec records.Record, ev events.Event, secret string) records.Record {
 	reason := func(s string) *string {
 		if s == "" {
 			return nil
@@ -121,15 +121,15 @@ func asOf(rec projections.Record, ev events.Event, secret string) projections.Re
 		rec.Status = aggregates.StatusRejected.String()
 		rec.StatusReason = reason(p.Reason)
 	}
-	rec.UpdatedAt = projections.FormatTime(ev.Time)
-	rec.Hash = projections.ResponseHash(secret, rec.TransactionID, rec.BankID, rec.Amount)
+	rec.UpdatedAt = records.FormatTime(ev.Time)
+	rec.Hash = records.ResponseHash(secret, rec.TransactionID, rec.BankID, rec.Amount)
 	return rec
 }
 
 // body renders the callback body of docs/callbacks.md "Payload":
 // {"type":…,"timestamp":…,"data":{record, previousStatus}}. The timestamp
 // is when the event happened, so the body is the same on every attempt.
-func body(typ string, ev events.Event, rec projections.Record, prev string) ([]byte, error) {
+func body(typ string, ev events.Event, rec records.Record, prev string) ([]byte, error) {
 	data, err := rec.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode record %s: %w", rec.TransactionID, err)
@@ -145,7 +145,7 @@ func body(typ string, ev events.Event, rec projections.Record, prev string) ([]b
 		Type      string          `json:"type"`
 		Timestamp string          `json:"timestamp"`
 		Data      json.RawMessage `json:"data"`
-	}{typ, projections.FormatTime(ev.Time), data})
+	}{typ, records.FormatTime(ev.Time), data})
 }
 
 // webhookKey is the HMAC key of a Standard Webhooks secret: the base64

@@ -8,14 +8,14 @@ import (
 
 	"gateway/callbacks"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // Callbacks is what the operator API needs of the callback dispatcher
 // (*callbacks.Dispatcher implements it): the deliveries, and a resend.
 type Callbacks interface {
 	// List returns one page of deliveries in stream order.
-	List(ctx context.Context, f callbacks.Filter) (projections.Page[callbacks.Delivery], error)
+	List(ctx context.Context, f callbacks.Filter) (records.Page[callbacks.Delivery], error)
 	// Resend delivers an event's callback again on behalf of actor.
 	Resend(ctx context.Context, eventID, actor string) (callbacks.Delivery, error)
 }

@@ -25,7 +25,7 @@ import (
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // dispatcherOptions give a stack a callback dispatcher (stackOptions).
@@ -39,7 +39,7 @@ type dispatcherOptions struct {
 // records, on a NATS connection of its own, and runs it unless o.noRun.
 // stop cancels Run, waits for it and closes the dispatcher; newStack calls
 // it before the ledger closes.
-func (e *env) startDispatcher(o dispatcherOptions, store *jsstore.Store, led *ledger.Ledger, reader *projections.Reader,
+func (e *env) startDispatcher(o dispatcherOptions, store *jsstore.Store, led *ledger.Ledger, reader *records.Reader,
 	log *slog.Logger) (*callbacks.Dispatcher, func()) {
 	t := e.t
 	t.Helper()

@@ -25,7 +25,7 @@ import (
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 	"sync/atomic"
 )
 
@@ -122,7 +122,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var ls interface {
 		ledger.Store
-		projections.Store
+		records.Store
 	} = store
 	if o.reads != nil {
 		ls = countingStore{Store: store, n: o.reads}
@@ -137,7 +137,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	st.srv = srv
 	srv.Start()
 	st.URL = srv.URL
-	reader := projections.NewReader(led, ls, srv.URL)
+	reader := records.NewReader(led, ls, srv.URL)
 	stopDispatcher := func() {}
 	if o.dispatcher != nil {
 		st.Callbacks, stopDispatcher = e.startDispatcher(*o.dispatcher, store, led, reader, log)

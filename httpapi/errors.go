@@ -9,7 +9,7 @@ import (
 	"gateway/callbacks"
 	"gateway/events"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // apiError is an error with its contract code and HTTP status.
@@ -63,7 +63,7 @@ var errorTable = []errorRule{
 	{aggregates.ErrOperatorNotFound, 404, "not_found", "id", "no such operator"},
 	{aggregates.ErrOperatorRevoked, 409, "conflict", "id", "the operator is already revoked"},
 	{aggregates.ErrOperatorExists, 409, "conflict", "id", "it already exists"},
-	{projections.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
+	{records.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
 	{callbacks.ErrEventNotFound, 404, "not_found", "eventId", "no such callback event"},
 	{callbacks.ErrNoCallbackURL, 409, "invalid_transition", "eventId", "the event's site has no callbackUrl"},
 	{callbacks.ErrNoDispatcher, 503, "unavailable", "", "no callback dispatcher is running (a gateway with callbacks on, or 'gateway callbacks'); try again once one is"},

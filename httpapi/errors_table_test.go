@@ -12,7 +12,7 @@ import (
 	"gateway/callbacks"
 	"gateway/events"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // TestClassify pins what a client sees for every error the packages below
@@ -51,7 +51,7 @@ func TestClassify(t *testing.T) {
 		{"operator name in use", &aggregates.FieldError{Field: "name", Err: aggregates.ErrOperatorExists, Msg: `an active operator is already named "Omar"`},
 			409, "conflict", "name", `an active operator is already named "Omar"`},
 		{"operator error without a field names the id", aggregates.ErrOperatorRevoked, 409, "conflict", "id", "the operator is already revoked"},
-		{"bad cursor", projections.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
+		{"bad cursor", records.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
 		{"callback event not found", &callbacks.Error{Field: "eventId", Err: callbacks.ErrEventNotFound, Msg: `"1-9" is not the id of a callback event`},
 			404, "not_found", "eventId", `"1-9" is not the id of a callback event`},
 		{"callback site without callbackUrl", &callbacks.Error{Field: "eventId", Err: callbacks.ErrNoCallbackURL, Msg: "the event's site has no callbackUrl"},

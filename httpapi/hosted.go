@@ -12,7 +12,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // pageText is the hosted page's wording in one language.
@@ -45,7 +45,7 @@ var pageTexts = map[string]pageText{
 type pageData struct {
 	Lang, Dir                   string
 	T                           pageText
-	Rec                         projections.Record
+	Rec                         records.Record
 	Amount                      string
 	Status                      string
 	ExpiresUnixMs               int64
@@ -101,7 +101,7 @@ if(el){var end=+el.dataset.expires;(function tick(){var s=Math.max(0,Math.floor(
 // hostedPage serves the deposit's payment page (docs/merchant-api.md "Hosted payment page"). It needs no
 // login, so it is built to cost nothing to whoever guesses: each client
 // address is rate limited, and a token is checked against the state in
-// memory before anything is read from the store (projections.Reader.Hosted).
+// memory before anything is read from the store (records.Reader.Hosted).
 // Anything but the exact token of an existing deposit is the page's own
 // "not found", which neither confirms nor denies that a transaction exists.
 func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {

@@ -14,7 +14,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
-	"gateway/projections"
+	"gateway/records"
 )
 
 func (s *Server) merchantRoutes(r chi.Router) {
@@ -230,7 +230,7 @@ func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.C
 		s.writeErr(w, r, err)
 		return
 	}
-	rec, err := s.cfg.Reader.FromResult(ctx, ri.siteID, projections.Committed(res))
+	rec, err := s.cfg.Reader.FromResult(ctx, ri.siteID, records.Committed(res))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

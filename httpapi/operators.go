@@ -10,7 +10,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // operatorView is a named operator as the operator API shows it. The token
@@ -25,9 +25,9 @@ type operatorView struct {
 }
 
 func viewOperator(o *aggregates.Operator) operatorView {
-	v := operatorView{ID: o.ID, Name: o.Name, Role: string(o.Role), CreatedAt: projections.FormatTime(o.CreatedAt)}
+	v := operatorView{ID: o.ID, Name: o.Name, Role: string(o.Role), CreatedAt: records.FormatTime(o.CreatedAt)}
 	if !o.Active() {
-		at := projections.FormatTime(o.RevokedAt)
+		at := records.FormatTime(o.RevokedAt)
 		v.RevokedAt = &at
 	}
 	return v

@@ -14,7 +14,7 @@ import (
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // TestUnavailableNothingRecordedAfterOutage stops the NATS server (reached
@@ -43,7 +43,7 @@ func TestUnavailableNothingRecordedAfterOutage(t *testing.T) {
 	require.NoError(t, led.Start(ctx))
 	require.NoError(t, led.WaitReady(ctx))
 	srv := httptest.NewServer(nil)
-	srv.Config.Handler = httpapi.New(httpapi.Config{Ledger: led, Reader: projections.NewReader(led, store, srv.URL),
+	srv.Config.Handler = httpapi.New(httpapi.Config{Ledger: led, Reader: records.NewReader(led, store, srv.URL),
 		AdminToken: adminToken, AppVersion: "test", StoreReady: store.Ping, Logger: log, RequestTimeout: 2 * time.Second})
 	var ns2 interface{ Shutdown() }
 	t.Cleanup(func() {

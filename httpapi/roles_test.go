@@ -22,7 +22,7 @@ import (
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // operatorCreated is the answer to POST /ops/v1/operators.
@@ -512,7 +512,7 @@ func (e *env) newLaggingStack(lag time.Duration) *stack {
 	st := &stack{t: t, Ledger: led, closeConn: nc.Close}
 	srv := httptest.NewServer(nil)
 	st.srv, st.URL = srv, srv.URL
-	srv.Config.Handler = httpapi.New(httpapi.Config{Ledger: led, Reader: projections.NewReader(led, store, srv.URL),
+	srv.Config.Handler = httpapi.New(httpapi.Config{Ledger: led, Reader: records.NewReader(led, store, srv.URL),
 		AdminToken: adminToken, AppVersion: "test", StoreReady: store.Ping, Logger: log})
 	t.Cleanup(func() {
 		srv.Close()

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"gateway/aggregates"
-	"gateway/projections"
+	"gateway/records"
 )
 
 func (s *Server) rotateSecret(webhook bool) http.HandlerFunc {
@@ -39,7 +39,7 @@ func (s *Server) rotateSecret(webhook bool) http.HandlerFunc {
 			s.writeErr(w, r, err)
 			return
 		}
-		until := projections.FormatTime(s.cfg.Ledger.Now().Add(cmd.Overlap).UnixMilli())
+		until := records.FormatTime(s.cfg.Ledger.Now().Add(cmd.Overlap).UnixMilli())
 		key := "secret"
 		if webhook {
 			key = "webhookSecret"

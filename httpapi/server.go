@@ -13,13 +13,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // Config wires the server to the ledger and read models.
 type Config struct {
 	Ledger *ledger.Ledger
-	Reader *projections.Reader
+	Reader *records.Reader
 	// AdminToken is the bootstrap operator token.
 	AdminToken string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.

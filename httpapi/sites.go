@@ -8,7 +8,7 @@ import (
 	"gateway/aggregates"
 	"gateway/ids"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // siteView is a site as the operator API shows it: its settings, as
@@ -19,18 +19,18 @@ type siteView struct {
 	aggregates.Settings
 	// IPAllowlist and CallbackURL shadow the settings' own fields: the API
 	// shows no allowlist as [] and no callback URL as null.
-	IPAllowlist   []string             `json:"ipAllowlist"`
-	CallbackURL   *string              `json:"callbackUrl"`
-	AppKey        string               `json:"appKey"`
-	Secret        string               `json:"secret,omitempty"`
-	WebhookSecret string               `json:"webhookSecret,omitempty"`
-	CreatedAt     string               `json:"createdAt"`
-	Treasury      *projections.Balance `json:"treasury,omitempty"`
+	IPAllowlist   []string         `json:"ipAllowlist"`
+	CallbackURL   *string          `json:"callbackUrl"`
+	AppKey        string           `json:"appKey"`
+	Secret        string           `json:"secret,omitempty"`
+	WebhookSecret string           `json:"webhookSecret,omitempty"`
+	CreatedAt     string           `json:"createdAt"`
+	Treasury      *records.Balance `json:"treasury,omitempty"`
 }
 
 func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
 	v := siteView{ID: id, Settings: c.Settings, IPAllowlist: c.IPAllowlist, AppKey: c.AppKey,
-		CreatedAt: projections.FormatTime(c.CreatedAt)}
+		CreatedAt: records.FormatTime(c.CreatedAt)}
 	if v.IPAllowlist == nil {
 		v.IPAllowlist = []string{}
 	}
@@ -148,13 +148,13 @@ func (s *Server) updateSite(w http.ResponseWriter, r *http.Request) {
 
 // run executes a site command on behalf of the authenticated operator and
 // returns the record of the transaction it concerned, if any.
-func (s *Server) run(r *http.Request, siteID ids.SiteID, cmd aggregates.Command) (projections.Record, error) {
+func (s *Server) run(r *http.Request, siteID ids.SiteID, cmd aggregates.Command) (records.Record, error) {
 	ctx := r.Context()
 	lr, err := s.cfg.Ledger.Execute(ctx, siteID, cmd, info(r).actor)
 	if err != nil || lr.Decision.Tx < 0 {
-		return projections.Record{}, err
+		return records.Record{}, err
 	}
-	return s.cfg.Reader.FromResult(ctx, siteID, projections.Committed(lr))
+	return s.cfg.Reader.FromResult(ctx, siteID, records.Committed(lr))
 }
 
 func (s *Server) siteEvents(w http.ResponseWriter, r *http.Request) {

@@ -6,7 +6,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/ids"
-	"gateway/projections"
+	"gateway/records"
 )
 
 func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
@@ -16,7 +16,7 @@ func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	f := projections.Filter{SiteID: site, Cursor: q.Get("cursor")}
+	f := records.Filter{SiteID: site, Cursor: q.Get("cursor")}
 	switch q.Get("type") {
 	case "":
 	case "deposit":
@@ -61,7 +61,7 @@ func (s *Server) opsTransaction(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	s.writeData(w, r, projections.OpsRecord{SiteID: site, Record: rec})
+	s.writeData(w, r, records.OpsRecord{SiteID: site, Record: rec})
 }
 
 // actionBody is the optional body of a transaction action.
@@ -98,6 +98,6 @@ func (s *Server) txAction(mk func(id ids.TxID, b actionBody) aggregates.Command)
 			s.writeErr(w, r, err)
 			return
 		}
-		s.writeData(w, r, projections.OpsRecord{SiteID: site, Record: rec})
+		s.writeData(w, r, records.OpsRecord{SiteID: site, Record: rec})
 	}
 }

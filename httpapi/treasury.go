@@ -7,7 +7,7 @@ import (
 	"gateway/aggregates"
 	"gateway/ids"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +67,6 @@ func (s *Server) adjustKeyed(w http.ResponseWriter, r *http.Request, id ids.Site
 		s.writeErr(w, r, fmt.Errorf("site %s: adjustment %q missing after it was made", id, cmd.IdempotencyKey))
 		return
 	}
-	s.writeData(w, r, projections.Balance{Balance: a.Balance, PendingWithdrawals: a.PendingWithdrawals,
-		NegativeLimit: a.NegativeLimit, Available: a.Available(), Currency: projections.Currency})
+	s.writeData(w, r, records.Balance{Balance: a.Balance, PendingWithdrawals: a.PendingWithdrawals,
+		NegativeLimit: a.NegativeLimit, Available: a.Available(), Currency: records.Currency})
 }

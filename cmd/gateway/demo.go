@@ -17,7 +17,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // demoSiteID is fixed so --demo finds its site again on every start.
@@ -47,7 +47,7 @@ var demoBanks = []aggregates.CreateBank{
 
 // setupDemo creates the demo methods and site when missing and prints the
 // site's keys and a signed request to try.
-func setupDemo(ctx context.Context, led *ledger.Ledger, reader *projections.Reader, out io.Writer, base string) error {
+func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, out io.Writer, base string) error {
 	for _, b := range demoBanks {
 		if _, ok := led.Catalog().Resolve(b.Code); ok {
 			continue

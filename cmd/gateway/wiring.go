@@ -14,7 +14,7 @@ import (
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
-	"gateway/projections"
+	"gateway/records"
 )
 
 // The concrete types wired here are what the dispatcher's and the
@@ -22,10 +22,10 @@ import (
 var (
 	_ callbacks.Store   = (*jsstore.Store)(nil)
 	_ callbacks.Ledger  = (*ledger.Ledger)(nil)
-	_ callbacks.Records = (*projections.Reader)(nil)
+	_ callbacks.Records = (*records.Reader)(nil)
 	_ httpapi.Callbacks = (*callbacks.Dispatcher)(nil)
-	_ projections.State = (*ledger.Ledger)(nil)
-	_ projections.Store = (*jsstore.Store)(nil)
+	_ records.State     = (*ledger.Ledger)(nil)
+	_ records.Store     = (*jsstore.Store)(nil)
 )
 
 // ledgerState is what a process serves from: the ledger stream, the ledger
@@ -34,7 +34,7 @@ var (
 type ledgerState struct {
 	store  *jsstore.Store
 	led    *ledger.Ledger
-	reader *projections.Reader
+	reader *records.Reader
 	log    *slog.Logger
 }
 
@@ -72,7 +72,7 @@ func openLedger(ctx context.Context, nc *nats.Conn, o ledgerOptions, log *slog.L
 	if err := led.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start ledger: %w", err)
 	}
-	return &ledgerState{store: store, led: led, reader: projections.NewReader(led, store, o.publicURL), log: log}, nil
+	return &ledgerState{store: store, led: led, reader: records.NewReader(led, store, o.publicURL), log: log}, nil
 }
 
 // openStore opens the ledger stream: created or updated by the gateway;

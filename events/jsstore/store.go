@@ -1,6 +1,6 @@
 // Package jsstore is the JetStream adapter of the ledger: it appends sealed
 // messages with an expected per-subject sequence, reads them back, follows
-// the stream for projections, and keeps snapshots in an object store. It maps
+// the stream for the read side, and keeps snapshots in an object store. It maps
 // JetStream's conflict codes to events.ErrConflict.
 package jsstore
 

@@ -1,4 +1,4 @@
-package projections
+package records
 
 import (
 	"encoding/base64"

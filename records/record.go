@@ -1,12 +1,14 @@
-// Package projections turns the ledger's state and stored events into the
-// read models the APIs serve: transaction records, balances, listings and a
-// site's readable history.
+// Package records builds what the APIs show from the ledger's state and the
+// stored events: transaction records, balances, listings and a site's
+// readable history. It is not a projection with a checkpoint of its own:
+// the ledger's in-memory state, kept equal to the stream, is the read
+// model, and a record joins it with the transaction's creation event.
 //
 // The in-memory site state holds only what decisions need (status, amounts,
 // where the creation event is stored). A record joins that with the creation
 // event, read back from the stream, so what a merchant was shown when the
 // transaction was created is exactly what every later lookup shows.
-package projections
+package records
 
 import (
 	"crypto/hmac"

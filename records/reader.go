@@ -1,4 +1,4 @@
-package projections
+package records
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"gateway/ids"
 )
 
-// Store is what the projections read from the event store.
+// Store is what the records are read from in the event store.
 type Store interface {
 	Get(ctx context.Context, seq uint64) (events.Msg, error)
 	Next(ctx context.Context, subject string, seq uint64) (events.Msg, error)
