@@ -55,7 +55,10 @@ func operatorsView(o *aggregates.Operators) []aggregates.Operator {
 }
 
 func TestExecuteOperators_sharedAcrossLedgers(t *testing.T) {
-	e := newEnv(t)
+	onEachStore(t, executeOperatorsSharedAcrossLedgers)
+}
+
+func executeOperatorsSharedAcrossLedgers(t *testing.T, e *env) {
 	a := e.ledger(e.store("a"), ledger.Config{})
 	b := e.ledger(e.store("b"), ledger.Config{})
 	setupCatalog(t, a) // the catalog and the operators do not disturb each other
@@ -88,7 +91,7 @@ func TestExecuteOperators_sharedAcrossLedgers(t *testing.T) {
 	// A ledger started later reads them from the stream at Start (its
 	// follower is deaf, so only start-up can have told it; it is never
 	// ready, so it is not waited for).
-	c := ledger.New(deafStore{e.store("c")}, ledger.Config{Logger: e.log})
+	c := ledger.New(deafStore{e.store("c")}, ledger.Config{Logger: e.log.Logger})
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	assert.Equal(t, operatorsView(a.Operators()), operatorsView(c.Operators()))
@@ -127,22 +130,23 @@ func TestExecuteOperators_staleState(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			stale := e.ledger(deafStore{e.store("stale")}, ledger.Config{})
-			fresh := e.ledger(e.store("fresh"), ledger.Config{})
-			require.NoError(t, createOperator(fresh, "o1", "Alice", "operator"))
-			require.Empty(t, stale.Operators().List(), "the stale ledger has not seen it")
+			onEachStore(t, func(t *testing.T, e *env) {
+				stale := e.ledger(deafStore{e.store("stale")}, ledger.Config{})
+				fresh := e.ledger(e.store("fresh"), ledger.Config{})
+				require.NoError(t, createOperator(fresh, "o1", "Alice", "operator"))
+				require.Empty(t, stale.Operators().List(), "the stale ledger has not seen it")
 
-			err := tc.act(stale)
-			if tc.wantErr != nil {
-				require.ErrorIs(t, err, tc.wantErr)
-			} else {
-				require.NoError(t, err)
-			}
-			assert.Equal(t, tc.want, operatorsView(stale.Operators()), "the stale ledger caught up")
-			require.NoError(t, fresh.CatchUp(context.Background()))
-			assert.Equal(t, tc.want, operatorsView(fresh.Operators()), "the stream")
-			assert.Equal(t, fresh.Operators().Hash, stale.Operators().Hash)
+				err := tc.act(stale)
+				if tc.wantErr != nil {
+					require.ErrorIs(t, err, tc.wantErr)
+				} else {
+					require.NoError(t, err)
+				}
+				assert.Equal(t, tc.want, operatorsView(stale.Operators()), "the stale ledger caught up")
+				require.NoError(t, fresh.CatchUp(context.Background()))
+				assert.Equal(t, tc.want, operatorsView(fresh.Operators()), "the stream")
+				assert.Equal(t, fresh.Operators().Hash, stale.Operators().Hash)
+			})
 		})
 	}
 }
@@ -150,7 +154,10 @@ func TestExecuteOperators_staleState(t *testing.T) {
 // TestExecuteOperators_racingProcesses: two ledgers create operators with
 // the same names at once; each name is given exactly once.
 func TestExecuteOperators_racingProcesses(t *testing.T) {
-	e := newEnv(t)
+	onEachStore(t, executeOperatorsRacingProcesses)
+}
+
+func executeOperatorsRacingProcesses(t *testing.T, e *env) {
 	ls := []*ledger.Ledger{e.ledger(e.store("a"), ledger.Config{}), e.ledger(e.store("b"), ledger.Config{})}
 	const names = 20
 	var wg sync.WaitGroup
