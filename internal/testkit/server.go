@@ -2,6 +2,8 @@ package testkit
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -23,7 +25,7 @@ type Server struct {
 
 // StartServer starts an embedded server with cfg. An empty cfg.Dir is a
 // fresh t.TempDir(); cfg.Listen "127.0.0.1:-1" exposes a random port (see
-// URL); cfg.Auth is presented by Conn.
+// URL), kept across restarts; cfg.Auth is presented by Conn.
 func StartServer(t testing.TB, cfg jsstore.ServerConfig) *Server {
 	t.Helper()
 	if cfg.Dir == "" {
@@ -40,6 +42,15 @@ func (s *Server) start() {
 	require.NoError(s.t, err)
 	s.srv = srv
 	s.t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if s.cfg.Listen != "" {
+		// A restart listens where this one does, even when it was given
+		// a random port, so TCP clients reconnect to it.
+		addr, ok := srv.Addr().(*net.TCPAddr)
+		require.True(s.t, ok, "server listens on %v", srv.Addr())
+		host, _, err := net.SplitHostPort(s.cfg.Listen)
+		require.NoError(s.t, err)
+		s.cfg.Listen = net.JoinHostPort(host, strconv.Itoa(addr.Port))
+	}
 }
 
 // Stop shuts the server down and waits until it has; its directory stays.
@@ -50,8 +61,9 @@ func (s *Server) Stop() {
 }
 
 // Restart stops the server (if it runs) and starts a new one on the same
-// directory and configuration. Connections made before do not follow it:
-// make new ones.
+// directory and configuration, listening on the same port if it listens.
+// Clients over TCP reconnect to it (jsstore.Connect keeps trying); in-process
+// connections made before do not follow it: make new ones.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()

@@ -151,6 +151,26 @@ func TestServer_restartKeepsTheStream(t *testing.T) {
 	assert.Equal(t, "kept", string(m.Data))
 }
 
+// A TCP client of a server on a random port finds it again after a
+// restart: the restarted server listens on the same port.
+func TestServer_restartKeepsThePort(t *testing.T) {
+	ctx := context.Background()
+	srv := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1"})
+	url := srv.URL()
+	nc, err := jsstore.Connect(url, "tcp")
+	require.NoError(t, err)
+	defer nc.Close()
+	st := testkit.OpenStore(t, nc, jsstore.Options{})
+	seq, err := st.Append(ctx, events.SitePrefix+"a", 0, []byte("kept"))
+	require.NoError(t, err)
+	srv.Restart()
+	assert.Equal(t, url, srv.URL())
+	testkit.Eventually(t, testkit.WaitFor, nc.IsConnected, "the client reconnects")
+	m, err := st.Get(ctx, seq)
+	require.NoError(t, err)
+	assert.Equal(t, "kept", string(m.Data))
+}
+
 // A server with credentials is reached over its port by clients that
 // present them; Conn presents them itself.
 func TestServer_listenWithAuth(t *testing.T) {
