@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -14,27 +13,17 @@ import (
 	"gateway/events"
 	"gateway/events/jsstore"
 	"gateway/ids"
+	"gateway/internal/testkit"
 )
 
 // env is an embedded JetStream server on a temp dir with the ledger store.
 type env struct {
-	dir string
-	srv *server.Server
-	st  *jsstore.Store
+	st *jsstore.Store
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	dir := t.TempDir()
-	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := jsstore.ConnectInProcess(srv, "audit-test")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	st, err := jsstore.Open(context.Background(), nc, jsstore.Options{})
-	require.NoError(t, err)
-	return &env{dir: dir, srv: srv, st: st}
+	return &env{st: testkit.StartServer(t, jsstore.ServerConfig{}).Store("audit-test")}
 }
 
 // generate writes a history into the env's store.

@@ -11,14 +11,15 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 )
 
 // expiredEvents returns the deposit.expired events stored for the site.
-func expiredEvents(t *testing.T, st conn) []events.Event {
+func expiredEvents(t *testing.T, st ledger.Store) []events.Event {
 	t.Helper()
 	var out []events.Event
-	_, msgs := messages(t, st.Store, siteID)
+	_, msgs := messages(t, st, siteID)
 	for _, m := range msgs {
 		for _, ev := range m {
 			if ev.Name == events.DepositExpiredName {
@@ -29,9 +30,10 @@ func expiredEvents(t *testing.T, st conn) []events.Event {
 	return out
 }
 
-func TestLedger_expiry_sweep(t *testing.T) {
+func TestLedger_expiry_sweep(t *testing.T) { onEachStore(t, ledgerExpirySweep) }
+
+func ledgerExpirySweep(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	clk := newClock(epoch)
 	st := e.store("a")
 	l := e.ledger(st, ledger.Config{Now: clk.Now})
@@ -88,26 +90,27 @@ func TestLedger_expiry_afterDowntime(t *testing.T) {
 	_, err := l1.Execute(ctx, siteID, deposit(b, "down", "u", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	require.NoError(t, l1.Close(ctx))
-	e.stopServer()
+	e.srv.Stop()
 
 	clk.Add(2 * time.Hour)
-	e.startServer()
+	e.srv.Restart()
 	st2 := e.store("second")
 	l2 := e.ledger(st2, ledger.Config{Now: clk.Now})
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go l2.RunExpiry(rctx, time.Hour) // the first sweep runs at once
-	eventually(t, "the overdue deposit expires on start-up", func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		return view(t, l2, siteID).Txs[0].Status == aggregates.StatusExpired
-	})
+	}, "the overdue deposit expires on start-up")
 	assert.Len(t, expiredEvents(t, st2), 1)
 }
 
 // TestLedger_expiry_twoProcesses: two ledgers sweeping the same site at the
 // same time store exactly one deposit.expired event per deposit.
-func TestLedger_expiry_twoProcesses(t *testing.T) {
+func TestLedger_expiry_twoProcesses(t *testing.T) { onEachStore(t, ledgerExpiryTwoProcesses) }
+
+func ledgerExpiryTwoProcesses(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	clk := newClock(epoch)
 	sa, sb := e.store("a"), e.store("b")
 	a := e.ledger(sa, ledger.Config{Now: clk.Now})

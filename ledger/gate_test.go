@@ -4,13 +4,13 @@ import (
 	"context"
 	"sync/atomic"
 
-	"gateway/events/jsstore"
+	"gateway/ledger"
 )
 
 // appendGate is the real store whose appends wait for release while hold
 // is set, so a test can look at the ledger while an append is in flight.
 type appendGate struct {
-	*jsstore.Store
+	ledger.Store
 	hold    atomic.Bool
 	entered chan struct{}
 	release chan struct{}

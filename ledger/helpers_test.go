@@ -1,26 +1,24 @@
 package ledger_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"maps"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/events/jsstore"
+	"gateway/events/memstore"
 	"gateway/ids"
+	"gateway/internal/testkit"
 	"gateway/ledger"
-	"slices"
 )
 
 // Fixture names shared by the tests.
@@ -30,95 +28,57 @@ const (
 	payee               = "07701234567" // a valid PHONE identifier
 )
 
-// waitFor is how long a polled condition may take before the test fails.
-// It only bounds waiting for something that must happen; nothing asserts
-// how fast it happens.
-const waitFor = 30 * time.Second
-
-// logBuffer collects the ledgers' warnings and errors, safe for concurrent
-// writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// env is one embedded JetStream server in a temp dir, shared by every store
-// and ledger a test opens. Ledgers log into logs; a ledger that logged an
-// error (a broken hash chain, a message it could not apply) fails the test.
+// env is the store a test's ledgers share, and the log they write into: a
+// ledger that logged an error (a broken hash chain, a message it could not
+// apply) fails the test unless the test declared it (expectErrors).
+//
+// The store is an embedded JetStream server in a temp dir (newEnv), or the
+// in-memory store (onEachStore runs a test on both): the ledger's tests
+// that only need store semantics run on both, so that the fast store is
+// known to be a faithful stand-in; those that stop the server or need
+// JetStream's own failures run on JetStream only.
 type env struct {
-	t    *testing.T
-	dir  string
-	srv  *server.Server
-	logs *logBuffer
-	log  *slog.Logger
-	// expected are substrings of the ERROR lines a test provokes on
-	// purpose (see expectErrors).
-	expected []string
+	t   *testing.T
+	log *testkit.Log
+	// srv is the embedded server; nil on the in-memory store.
+	srv *testkit.Server
+	mem *memstore.Store
 }
 
 // expectErrors declares ERROR log lines the test provokes: a line holding
 // any of subs does not fail the test, every other ERROR line still does.
-func (e *env) expectErrors(subs ...string) { e.expected = append(e.expected, subs...) }
+func (e *env) expectErrors(subs ...string) { e.log.ExpectErrors(subs...) }
 
+// newEnv is an env on an embedded JetStream server.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), logs: &logBuffer{}}
-	e.log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// Registered first so it runs last, after every ledger has stopped.
-	t.Cleanup(func() {
-		for _, line := range strings.Split(e.logs.String(), "\n") {
-			if strings.Contains(line, "level=ERROR") && !slices.ContainsFunc(e.expected, func(s string) bool { return strings.Contains(line, s) }) {
-				t.Errorf("a ledger logged an unexpected error:\n%s", line)
-			}
-		}
-	})
-	e.startServer()
+	// The log first: its check then runs last, after every ledger stopped.
+	e := &env{t: t, log: testkit.NewLog(t, slog.LevelWarn)}
+	e.srv = testkit.StartServer(t, jsstore.ServerConfig{SyncAlways: true})
 	return e
 }
 
-// startServer starts (or restarts) the embedded server on the env's dir.
-func (e *env) startServer() {
+// newMemEnv is an env on the in-memory store.
+func newMemEnv(t *testing.T) *env {
+	return &env{t: t, log: testkit.NewLog(t, slog.LevelWarn), mem: memstore.New()}
+}
+
+// onEachStore runs test as two subtests, on JetStream and on the in-memory
+// store, each with an env of its own.
+func onEachStore(t *testing.T, test func(t *testing.T, e *env)) {
+	t.Run("jetstream", func(t *testing.T) { test(t, newEnv(t)) })
+	t.Run("memstore", func(t *testing.T) { test(t, newMemEnv(t)) })
+}
+
+// store opens the store of one gateway process: on JetStream a store over
+// an in-process connection of its own; in memory the env's one store, which
+// every process shares as they share one stream.
+func (e *env) store(name string) ledger.Store {
 	e.t.Helper()
-	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: e.dir, SyncAlways: true})
-	require.NoError(e.t, err)
-	e.srv = srv
-	e.t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-}
-
-// stopServer shuts the embedded server down; the JetStream dir stays.
-func (e *env) stopServer() {
-	e.srv.Shutdown()
-	e.srv.WaitForShutdown()
-}
-
-// conn is one in-process connection and the store opened over it.
-type conn struct {
-	*jsstore.Store
-	close func()
-}
-
-// store opens a store over a new in-process connection of its own, as a
-// separate gateway process would.
-func (e *env) store(name string) conn {
-	e.t.Helper()
-	nc, err := jsstore.ConnectInProcess(e.srv, name)
-	require.NoError(e.t, err)
-	e.t.Cleanup(nc.Close)
-	st, err := jsstore.Open(context.Background(), nc, jsstore.Options{})
-	require.NoError(e.t, err)
-	return conn{Store: st, close: nc.Close}
+	if e.srv == nil {
+		return e.mem
+	}
+	return e.srv.Store(name)
 }
 
 // ledger starts a ledger over st and waits until it has caught up with the
@@ -126,10 +86,10 @@ func (e *env) store(name string) conn {
 func (e *env) ledger(st ledger.Store, cfg ledger.Config) *ledger.Ledger {
 	e.t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = e.log
+		cfg.Logger = e.log.Logger
 	}
 	l := ledger.New(st, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitFor)
 	defer cancel()
 	require.NoError(e.t, l.Start(ctx))
 	require.NoError(e.t, l.WaitReady(ctx))
@@ -200,11 +160,11 @@ func setup(t *testing.T, l *ledger.Ledger, negativeLimit, fund int64) {
 func bank(t *testing.T, l *ledger.Ledger) *aggregates.Bank {
 	t.Helper()
 	var b *aggregates.Bank
-	eventually(t, "catalog has the method", func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		var ok bool
 		b, ok = l.Catalog().Resolve(bankCode)
 		return ok
-	})
+	}, "catalog has the method")
 	return b
 }
 
@@ -221,25 +181,13 @@ func withdrawal(b *aggregates.Bank, pid, user string, amount int64) aggregates.R
 // txID is the public id of transaction i of the fixture site.
 func txID(i int32) ids.TxID { return ids.NewTx(siteID, i) }
 
-// eventually polls cond until it holds or waitFor passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // caughtUp waits until l's follower has applied the stream as far as it
 // goes now.
 func caughtUp(t *testing.T, l *ledger.Ledger, st ledger.Store) {
 	t.Helper()
 	last, err := st.LastSeq(context.Background())
 	require.NoError(t, err)
-	eventually(t, fmt.Sprintf("the follower reaches %d", last), func() bool { return l.Followed() >= last })
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return l.Followed() >= last }, "the follower reaches %d", last)
 }
 
 // siteView is a copy of everything observable in a site's state.
@@ -287,7 +235,7 @@ func view(t *testing.T, l *ledger.Ledger, id ids.SiteID) siteView {
 }
 
 // messages returns the decoded messages of a site's subject, in order.
-func messages(t *testing.T, st *jsstore.Store, id ids.SiteID) ([]uint64, [][]events.Event) {
+func messages(t *testing.T, st ledger.Store, id ids.SiteID) ([]uint64, [][]events.Event) {
 	t.Helper()
 	var seqs []uint64
 	var all [][]events.Event
@@ -305,7 +253,7 @@ func messages(t *testing.T, st *jsstore.Store, id ids.SiteID) ([]uint64, [][]eve
 
 // verifyChain checks the site's hash chain over every stored event and
 // returns the hash of the last one.
-func verifyChain(t *testing.T, st *jsstore.Store, id ids.SiteID) [32]byte {
+func verifyChain(t *testing.T, st ledger.Store, id ids.SiteID) [32]byte {
 	t.Helper()
 	_, msgs := messages(t, st, id)
 	var prev [32]byte

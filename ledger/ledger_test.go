@@ -12,12 +12,14 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 )
 
-func TestLedger_Execute_lifecycle(t *testing.T) {
+func TestLedger_Execute_lifecycle(t *testing.T) { onEachStore(t, ledgerExecuteLifecycle) }
+
+func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	st := e.store("a")
 	clk := newClock(epoch)
 	l := e.ledger(st, ledger.Config{Now: clk.Now})
@@ -148,13 +150,16 @@ func TestLedger_Execute_lifecycle(t *testing.T) {
 	assert.ErrorIs(t, err, aggregates.ErrNotFound)
 
 	v = view(t, l, siteID)
-	assert.Equal(t, verifyChain(t, st.Store, siteID), v.Hash, "the state's hash is the chain's head")
+	assert.Equal(t, verifyChain(t, st, siteID), v.Hash, "the state's hash is the chain's head")
 	assert.Equal(t, []string{"dep-1", "dep-2", "dep-3", "wd-1", "wd-2", "wd-3"}, v.Pids)
 }
 
 func TestLedger_Execute_unknownSiteAndClosed(t *testing.T) {
+	onEachStore(t, ledgerExecuteUnknownSiteAndClosed)
+}
+
+func ledgerExecuteUnknownSiteAndClosed(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	st := e.store("a")
 	l := e.ledger(st, ledger.Config{})
 	setup(t, l, 0, 10_000)
@@ -187,7 +192,10 @@ func TestLedger_Execute_unknownSiteAndClosed(t *testing.T) {
 // A caller that gives up before its command is decided gets an error, and
 // the command is not committed behind its back.
 func TestLedger_Execute_cancelledBeforeDecision(t *testing.T) {
-	e := newEnv(t)
+	onEachStore(t, ledgerExecuteCancelledBeforeDecision)
+}
+
+func ledgerExecuteCancelledBeforeDecision(t *testing.T, e *env) {
 	st := e.store("a")
 	l := e.ledger(st, ledger.Config{})
 	setup(t, l, 0, 10_000)
@@ -200,19 +208,19 @@ func TestLedger_Execute_cancelledBeforeDecision(t *testing.T) {
 		_, err := l.Execute(ctx, siteID, deposit(b, "gave-up", "u", 5_000), events.ActorMerchant)
 		errc <- err
 	}()
-	eventually(t, "the command is taken by the committer", func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		q, running := ledger.QueueState(l, siteID)
 		return q == 0 && running
-	})
+	}, "the command is taken by the committer")
 	cancel()
 	assert.ErrorIs(t, <-errc, events.ErrUnavailable)
 	hold()
-	eventually(t, "the committer is idle", func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		_, running := ledger.QueueState(l, siteID)
 		return !running
-	})
+	}, "the committer is idle")
 	assert.Empty(t, view(t, l, siteID).Txs)
-	_, msgs := messages(t, st.Store, siteID)
+	_, msgs := messages(t, st, siteID)
 	assert.Len(t, msgs, 2, "only the creation and the funding are stored")
 }
 
@@ -252,13 +260,16 @@ func holdSite(t *testing.T, l *ledger.Ledger, id ids.SiteID) (release func()) {
 // message. The site is held busy so that the queue is observable and the
 // message sizes are exact, not a matter of timing.
 func TestLedger_groupCommit_batchesQueuedCommands(t *testing.T) {
+	onEachStore(t, ledgerGroupCommitBatchesQueuedCommands)
+}
+
+func ledgerGroupCommitBatchesQueuedCommands(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	st := e.store("a")
 	l := e.ledger(st, ledger.Config{MaxBatch: 100})
 	setup(t, l, 0, 0)
 	b := bank(t, l)
-	seqs0, _ := messages(t, st.Store, siteID)
+	seqs0, _ := messages(t, st, siteID)
 
 	release := holdSite(t, l, siteID)
 	type outcome struct {
@@ -271,10 +282,10 @@ func TestLedger_groupCommit_batchesQueuedCommands(t *testing.T) {
 		first <- outcome{r, err}
 	}()
 	// The committer has taken the first command and waits for the site.
-	eventually(t, "the first command is in flight", func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		q, running := ledger.QueueState(l, siteID)
 		return q == 0 && running
-	})
+	}, "the first command is in flight")
 
 	const n = 300
 	results := make([]outcome, n)
@@ -286,10 +297,10 @@ func TestLedger_groupCommit_batchesQueuedCommands(t *testing.T) {
 		})
 		close(done)
 	}()
-	eventually(t, "all commands queue behind the in-flight one", func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		q, _ := ledger.QueueState(l, siteID)
 		return q == n
-	})
+	}, "all commands queue behind the in-flight one")
 	release()
 	<-done
 	f := <-first
@@ -310,7 +321,7 @@ func TestLedger_groupCommit_batchesQueuedCommands(t *testing.T) {
 		assert.Equal(t, 100, k, "message %d holds MaxBatch commands", seq)
 	}
 
-	seqs, msgs := messages(t, st.Store, siteID)
+	seqs, msgs := messages(t, st, siteID)
 	var sizes []int
 	for _, evs := range msgs[len(seqs0):] {
 		sizes = append(sizes, len(evs))
@@ -327,7 +338,7 @@ func TestLedger_groupCommit_batchesQueuedCommands(t *testing.T) {
 	}
 	assert.Len(t, pids, n+1)
 	assert.Equal(t, seqs[len(seqs)-1], view(t, l, siteID).Seq)
-	assert.Equal(t, verifyChain(t, st.Store, siteID), view(t, l, siteID).Hash)
+	assert.Equal(t, verifyChain(t, st, siteID), view(t, l, siteID).Hash)
 
 	v := view(t, l, siteID)
 	require.Len(t, v.Txs, n+1)
@@ -339,13 +350,16 @@ func TestLedger_groupCommit_batchesQueuedCommands(t *testing.T) {
 // Without holding the site, concurrent commands still all succeed, each is
 // stored exactly once, and the chain stays intact whatever the batching.
 func TestLedger_groupCommit_concurrentDeposits(t *testing.T) {
+	onEachStore(t, ledgerGroupCommitConcurrentDeposits)
+}
+
+func ledgerGroupCommitConcurrentDeposits(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	st := e.store("a")
 	l := e.ledger(st, ledger.Config{})
 	setup(t, l, 0, 0)
 	b := bank(t, l)
-	seqs0, _ := messages(t, st.Store, siteID)
+	seqs0, _ := messages(t, st, siteID)
 
 	const n = 300
 	errs := make([]error, n)
@@ -355,7 +369,7 @@ func TestLedger_groupCommit_concurrentDeposits(t *testing.T) {
 	for i, err := range errs {
 		require.NoError(t, err, "command %d", i)
 	}
-	seqs, msgs := messages(t, st.Store, siteID)
+	seqs, msgs := messages(t, st, siteID)
 	total, biggest := 0, 0
 	for _, evs := range msgs[len(seqs0):] {
 		total += len(evs)
@@ -366,5 +380,5 @@ func TestLedger_groupCommit_concurrentDeposits(t *testing.T) {
 	t.Logf("%d commands in %d messages (largest %d)", n, len(seqs)-len(seqs0), biggest)
 	v := view(t, l, siteID)
 	assert.Len(t, v.Txs, n)
-	assert.Equal(t, verifyChain(t, st.Store, siteID), v.Hash)
+	assert.Equal(t, verifyChain(t, st, siteID), v.Hash)
 }

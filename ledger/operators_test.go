@@ -54,7 +54,10 @@ func operatorsView(o *aggregates.Operators) []aggregates.Operator {
 }
 
 func TestExecuteOperators_sharedAcrossLedgers(t *testing.T) {
-	e := newEnv(t)
+	onEachStore(t, executeOperatorsSharedAcrossLedgers)
+}
+
+func executeOperatorsSharedAcrossLedgers(t *testing.T, e *env) {
 	a := e.ledger(e.store("a"), ledger.Config{Now: atEpoch})
 	b := e.ledger(e.store("b"), ledger.Config{Now: atEpoch})
 	setupCatalog(t, a) // the catalog and the operators do not disturb each other
@@ -86,7 +89,7 @@ func TestExecuteOperators_sharedAcrossLedgers(t *testing.T) {
 	// A ledger started later reads them from the stream at Start (its
 	// follower is deaf, so only start-up can have told it; it is never
 	// ready, so it is not waited for).
-	c := ledger.New(deafStore{e.store("c")}, ledger.Config{Logger: e.log, Now: atEpoch})
+	c := ledger.New(deafStore{e.store("c")}, ledger.Config{Logger: e.log.Logger, Now: atEpoch})
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	assert.Equal(t, operatorsView(a.Operators()), operatorsView(c.Operators()))
@@ -125,22 +128,23 @@ func TestExecuteOperators_staleState(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			stale := e.ledger(deafStore{e.store("stale")}, ledger.Config{Now: atEpoch})
-			fresh := e.ledger(e.store("fresh"), ledger.Config{Now: atEpoch})
-			require.NoError(t, createOperator(fresh, "o1", "Alice", "operator"))
-			require.Empty(t, stale.Operators().List(), "the stale ledger has not seen it")
+			onEachStore(t, func(t *testing.T, e *env) {
+				stale := e.ledger(deafStore{e.store("stale")}, ledger.Config{Now: atEpoch})
+				fresh := e.ledger(e.store("fresh"), ledger.Config{Now: atEpoch})
+				require.NoError(t, createOperator(fresh, "o1", "Alice", "operator"))
+				require.Empty(t, stale.Operators().List(), "the stale ledger has not seen it")
 
-			err := tc.act(stale)
-			if tc.wantErr != nil {
-				require.ErrorIs(t, err, tc.wantErr)
-			} else {
-				require.NoError(t, err)
-			}
-			assert.Equal(t, tc.want, operatorsView(stale.Operators()), "the stale ledger caught up")
-			require.NoError(t, fresh.CatchUp(context.Background()))
-			assert.Equal(t, tc.want, operatorsView(fresh.Operators()), "the stream")
-			assert.Equal(t, ledger.OperatorsPosition(fresh).Hash, ledger.OperatorsPosition(stale).Hash)
+				err := tc.act(stale)
+				if tc.wantErr != nil {
+					require.ErrorIs(t, err, tc.wantErr)
+				} else {
+					require.NoError(t, err)
+				}
+				assert.Equal(t, tc.want, operatorsView(stale.Operators()), "the stale ledger caught up")
+				require.NoError(t, fresh.CatchUp(context.Background()))
+				assert.Equal(t, tc.want, operatorsView(fresh.Operators()), "the stream")
+				assert.Equal(t, ledger.OperatorsPosition(fresh).Hash, ledger.OperatorsPosition(stale).Hash)
+			})
 		})
 	}
 }
@@ -148,7 +152,10 @@ func TestExecuteOperators_staleState(t *testing.T) {
 // TestExecuteOperators_racingProcesses: two ledgers create operators with
 // the same names at once; each name is given exactly once.
 func TestExecuteOperators_racingProcesses(t *testing.T) {
-	e := newEnv(t)
+	onEachStore(t, executeOperatorsRacingProcesses)
+}
+
+func executeOperatorsRacingProcesses(t *testing.T, e *env) {
 	ls := []*ledger.Ledger{e.ledger(e.store("a"), ledger.Config{Now: atEpoch}), e.ledger(e.store("b"), ledger.Config{Now: atEpoch})}
 	const names = 20
 	var wg sync.WaitGroup

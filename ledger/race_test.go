@@ -21,16 +21,15 @@ import (
 // two gateway processes on one cluster.
 type pair struct {
 	e      *env
-	sa, sb conn
+	sa, sb ledger.Store
 	a, b   *ledger.Ledger
 }
 
-// newPair starts two ledgers, sets the fixture site up through the first
-// (negative limit and funding as given) and waits until the second has
-// followed it.
-func newPair(t *testing.T, cfgA, cfgB ledger.Config, negativeLimit, fund int64) *pair {
+// newPair starts two ledgers on e, sets the fixture site up through the
+// first (negative limit and funding as given) and waits until the second
+// has followed it.
+func newPair(t *testing.T, e *env, cfgA, cfgB ledger.Config, negativeLimit, fund int64) *pair {
 	t.Helper()
-	e := newEnv(t)
 	p := &pair{e: e, sa: e.store("a"), sb: e.store("b")}
 	p.a = e.ledger(p.sa, cfgA)
 	p.b = e.ledger(p.sb, cfgB)
@@ -60,7 +59,7 @@ func (p *pair) settle(t *testing.T) siteView {
 	require.NoError(t, p.b.Read(ctx, siteID, ledger.Fresh, nil))
 	require.Equal(t, va, view(t, p.a, siteID), "the follower left nothing for Sync to read")
 	require.Equal(t, va, view(t, p.b, siteID))
-	require.Equal(t, verifyChain(t, p.sa.Store, siteID), va.Hash)
+	require.Equal(t, verifyChain(t, p.sa, siteID), va.Hash)
 	return va
 }
 
@@ -68,8 +67,12 @@ func (p *pair) settle(t *testing.T) siteView {
 // has room for exactly 99 withdrawals of 1,000 (100,000 with a negative
 // limit of 0: the hundredth would land exactly on the limit).
 func TestLedger_twoLedgers_withdrawalsNeverOverdraw(t *testing.T) {
+	onEachStore(t, ledgerTwoLedgersWithdrawalsNeverOverdraw)
+}
+
+func ledgerTwoLedgersWithdrawalsNeverOverdraw(t *testing.T, e *env) {
 	ctx := context.Background()
-	p := newPair(t, ledger.Config{}, ledger.Config{}, 0, 100*1000)
+	p := newPair(t, e, ledger.Config{}, ledger.Config{}, 0, 100*1000)
 	ba, bb := bank(t, p.a), bank(t, p.b)
 
 	const n, amount, room = 200, 1000, 99
@@ -125,8 +128,12 @@ func TestLedger_twoLedgers_withdrawalsNeverOverdraw(t *testing.T) {
 // Invariant 6 across processes: concurrent repeats of one processId create
 // exactly one transaction and all of them are answered with it.
 func TestLedger_twoLedgers_sameProcessIDCreatesOneTransaction(t *testing.T) {
+	onEachStore(t, ledgerTwoLedgersSameProcessIDCreatesOneTransaction)
+}
+
+func ledgerTwoLedgersSameProcessIDCreatesOneTransaction(t *testing.T, e *env) {
 	ctx := context.Background()
-	p := newPair(t, ledger.Config{}, ledger.Config{}, 0, 0)
+	p := newPair(t, e, ledger.Config{}, ledger.Config{}, 0, 0)
 	ba, bb := bank(t, p.a), bank(t, p.b)
 
 	const n = 50
@@ -164,8 +171,12 @@ func TestLedger_twoLedgers_sameProcessIDCreatesOneTransaction(t *testing.T) {
 // The same processId with different amounts, concurrently through two
 // processes: one transaction, every other request a processId conflict.
 func TestLedger_twoLedgers_processIDConflict(t *testing.T) {
+	onEachStore(t, ledgerTwoLedgersProcessIDConflict)
+}
+
+func ledgerTwoLedgersProcessIDConflict(t *testing.T, e *env) {
 	ctx := context.Background()
-	p := newPair(t, ledger.Config{}, ledger.Config{}, 0, 0)
+	p := newPair(t, e, ledger.Config{}, ledger.Config{}, 0, 0)
 	ba, bb := bank(t, p.a), bank(t, p.b)
 
 	const n = 20
@@ -198,10 +209,14 @@ func TestLedger_twoLedgers_processIDConflict(t *testing.T) {
 // one wins, the other is refused as an invalid transition, and money moves
 // once.
 func TestLedger_twoLedgers_conflictingTransitions(t *testing.T) {
+	onEachStore(t, ledgerTwoLedgersConflictingTransitions)
+}
+
+func ledgerTwoLedgersConflictingTransitions(t *testing.T, e *env) {
 	ctx := context.Background()
 	clk := newClock(epoch)
 	// The second ledger's clock is past every deposit's expiry.
-	p := newPair(t, ledger.Config{Now: clk.Now}, ledger.Config{Now: clk.Ahead(2 * time.Hour)}, 0, 1_000_000)
+	p := newPair(t, e, ledger.Config{Now: clk.Now}, ledger.Config{Now: clk.Ahead(2 * time.Hour)}, 0, 1_000_000)
 	ba := bank(t, p.a)
 
 	const pairs = 20
@@ -340,8 +355,11 @@ func TestLedger_twoLedgers_conflictingTransitions(t *testing.T) {
 // create, the other finds the transaction once it syncs the site, even for
 // a site its follower may not have seen yet.
 func TestLedger_twoLedgers_readYourWrites(t *testing.T) {
+	onEachStore(t, ledgerTwoLedgersReadYourWrites)
+}
+
+func ledgerTwoLedgersReadYourWrites(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	sa, sb := e.store("a"), e.store("b")
 	a := e.ledger(sa, ledger.Config{})
 	b := e.ledger(sb, ledger.Config{})
@@ -382,10 +400,13 @@ func TestLedger_twoLedgers_readYourWrites(t *testing.T) {
 // refusal or a repeat appends nothing, so no expected sequence proves the
 // state current, and the ledger must check the stream before answering.
 func TestLedger_twoLedgers_laggingFollowerDecidesOnFreshState(t *testing.T) {
+	onEachStore(t, ledgerTwoLedgersLaggingFollowerDecidesOnFreshState)
+}
+
+func ledgerTwoLedgersLaggingFollowerDecidesOnFreshState(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	sa := e.store("a")
-	sb := &gatedStore{conn: e.store("b")}
+	sb := &gatedStore{Store: e.store("b")}
 	a := e.ledger(sa, ledger.Config{})
 	b := e.ledger(sb, ledger.Config{})
 	t.Cleanup(sb.resume)

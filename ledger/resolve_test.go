@@ -19,13 +19,13 @@ import (
 // ErrUnavailable) or when a retry of a stored attempt conflicts with it
 // (err ErrConflict).
 type lostAck struct {
-	conn
+	ledger.Store
 	armed atomic.Bool
 	err   error
 }
 
 func (s *lostAck) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
-	seq, err := s.conn.Append(ctx, subject, expectLast, data)
+	seq, err := s.Store.Append(ctx, subject, expectLast, data)
 	if err == nil && s.armed.CompareAndSwap(true, false) {
 		return 0, fmt.Errorf("injected: %w", s.err)
 	}
@@ -38,34 +38,35 @@ func (s *lostAck) Append(ctx context.Context, subject string, expectLast uint64,
 func TestLedger_lostAcknowledgementIsSettled(t *testing.T) {
 	for _, injected := range []error{events.ErrUnavailable, events.ErrConflict} {
 		t.Run(injected.Error(), func(t *testing.T) {
-			e := newEnv(t)
-			st := &lostAck{conn: e.store("lossy"), err: injected}
-			l := e.ledger(st, ledger.Config{})
-			setup(t, l, 0, 10_000)
-			before := view(t, l, siteID)
+			onEachStore(t, func(t *testing.T, e *env) {
+				st := &lostAck{Store: e.store("lossy"), err: injected}
+				l := e.ledger(st, ledger.Config{})
+				setup(t, l, 0, 10_000)
+				before := view(t, l, siteID)
 
-			st.armed.Store(true)
-			res, err := l.Execute(context.Background(), siteID, aggregates.AdjustTreasury{Amount: 500, Reason: "top-up"}, "op-1")
-			require.NoError(t, err)
-			assert.False(t, st.armed.Load(), "the fault was not injected")
-			assert.NotZero(t, res.Seq)
+				st.armed.Store(true)
+				res, err := l.Execute(context.Background(), siteID, aggregates.AdjustTreasury{Amount: 500, Reason: "top-up"}, "op-1")
+				require.NoError(t, err)
+				assert.False(t, st.armed.Load(), "the fault was not injected")
+				assert.NotZero(t, res.Seq)
 
-			after := view(t, l, siteID)
-			assert.Equal(t, before.Balance+500, after.Balance, "applied exactly once")
-			_, msgs := messages(t, st.Store, siteID)
-			adjustments := 0
-			for _, m := range msgs {
-				for _, ev := range m {
-					if ev.Name == events.TreasuryAdjustedName {
-						adjustments++
+				after := view(t, l, siteID)
+				assert.Equal(t, before.Balance+500, after.Balance, "applied exactly once")
+				_, msgs := messages(t, st, siteID)
+				adjustments := 0
+				for _, m := range msgs {
+					for _, ev := range m {
+						if ev.Name == events.TreasuryAdjustedName {
+							adjustments++
+						}
 					}
 				}
-			}
-			assert.Equal(t, 2, adjustments, "the funding and the one top-up")
-			// The ledger goes on from the settled state.
-			_, err = l.Execute(context.Background(), siteID, aggregates.AdjustTreasury{Amount: 1, Reason: "next"}, "op-1")
-			require.NoError(t, err)
-			assert.Equal(t, before.Balance+501, view(t, l, siteID).Balance)
+				assert.Equal(t, 2, adjustments, "the funding and the one top-up")
+				// The ledger goes on from the settled state.
+				_, err = l.Execute(context.Background(), siteID, aggregates.AdjustTreasury{Amount: 1, Reason: "next"}, "op-1")
+				require.NoError(t, err)
+				assert.Equal(t, before.Balance+501, view(t, l, siteID).Balance)
+			})
 		})
 	}
 }

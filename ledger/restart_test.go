@@ -99,9 +99,10 @@ func checkpoint(t *testing.T, st ledger.Store) uint64 {
 // store, and one on a restarted server, come back to exactly the same
 // state, keep answering repeats with the same transactions and keep
 // appending with the right expectation.
-func TestLedger_restart_afterClose(t *testing.T) {
+func TestLedger_restart_afterClose(t *testing.T) { onEachStore(t, ledgerRestartAfterClose) }
+
+func ledgerRestartAfterClose(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	clk := newClock(epoch)
 	st := e.store("first")
 	l1 := e.ledger(st, ledger.Config{Now: clk.Now})
@@ -156,14 +157,16 @@ func TestLedger_restart_afterClose(t *testing.T) {
 	// New commands append onto the restored state.
 	workload(t, l2, clk, "r2")
 	want2 := view(t, l2, siteID)
-	assert.Equal(t, verifyChain(t, st.Store, siteID), want2.Hash)
+	assert.Equal(t, verifyChain(t, st, siteID), want2.Hash)
 	require.NoError(t, l2.Close(ctx))
 
 	// Restart the server on the same directory; a fresh connection and
-	// ledger find the same state.
-	st.close()
-	e.stopServer()
-	e.startServer()
+	// ledger find the same state. (The in-memory store has no server to
+	// restart: its run ends here.)
+	if e.srv == nil {
+		return
+	}
+	e.srv.Restart()
 	st2 := e.store("after-restart")
 	l3 := e.ledger(st2, ledger.Config{Now: clk.Now})
 	assert.Equal(t, want2, view(t, l3, siteID))
@@ -172,15 +175,18 @@ func TestLedger_restart_afterClose(t *testing.T) {
 	assert.True(t, r.Decision.Repeat)
 	_, err = l3.Execute(ctx, siteID, withdrawal(bank(t, l3), "after", "someone", 1_000), events.ActorMerchant)
 	require.NoError(t, err)
-	assert.Equal(t, verifyChain(t, st2.Store, siteID), view(t, l3, siteID).Hash)
+	assert.Equal(t, verifyChain(t, st2, siteID), view(t, l3, siteID).Hash)
 }
 
 // A snapshot of an older format (version 4, before the answers of
 // Idempotency-Keys were kept) is ignored: a new ledger replays the stream
 // and comes back to the same state, pending deposits included.
 func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
+	onEachStore(t, ledgerRestartOldSnapshotFormat)
+}
+
+func ledgerRestartOldSnapshotFormat(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	clk := newClock(epoch)
 	st := e.store("first")
 	l1 := e.ledger(st, ledger.Config{Now: clk.Now})
@@ -208,7 +214,7 @@ func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
 
 	l2 := e.ledger(e.store("second"), ledger.Config{Now: clk.Now})
 	assert.Equal(t, want, view(t, l2, siteID))
-	assert.Contains(t, e.logs.String(), "ignoring unreadable snapshot")
+	assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
 	b := bank(t, l2)
 	r, err := l2.Execute(ctx, siteID, deposit(b, "again", "r1-du-101", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
@@ -217,15 +223,16 @@ func TestLedger_restart_oldSnapshotFormat(t *testing.T) {
 	r, err = l2.Execute(ctx, siteID, deposit(b, "new", "someone-new", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.False(t, r.Decision.AlreadyPending)
-	assert.Equal(t, verifyChain(t, st.Store, siteID), view(t, l2, siteID).Hash)
+	assert.Equal(t, verifyChain(t, st, siteID), view(t, l2, siteID).Hash)
 }
 
 // Without a final snapshot (a crash), a new ledger restores the last
 // snapshot and replays what came after it; with no snapshot at all it
 // replays everything. Both give the state of the ledger that wrote it.
-func TestLedger_restart_withoutClose(t *testing.T) {
+func TestLedger_restart_withoutClose(t *testing.T) { onEachStore(t, ledgerRestartWithoutClose) }
+
+func ledgerRestartWithoutClose(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	clk := newClock(epoch)
 	st := e.store("first")
 	l1 := e.ledger(st, ledger.Config{Now: clk.Now})
@@ -263,13 +270,13 @@ func TestLedger_restart_withoutClose(t *testing.T) {
 // make one gateway process's follower lag behind another's writes the way
 // it does for a moment under load, but deterministically.
 type gatedStore struct {
-	conn
+	ledger.Store
 	gate atomic.Pointer[chan struct{}]
 }
 
 // Follow delivers as the store does, waiting while the gate is closed.
 func (g *gatedStore) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
-	return g.conn.Follow(ctx, filter, from, func(m events.Msg) {
+	return g.Store.Follow(ctx, filter, from, func(m events.Msg) {
 		if ch := g.gate.Load(); ch != nil {
 			select {
 			case <-*ch:
@@ -298,10 +305,13 @@ func (g *gatedStore) resume() {
 // checkpointed past it; the next start must still not lose the messages
 // in between (they must be replayed, not skipped).
 func TestLedger_restart_snapshotFromLaggingProcess(t *testing.T) {
+	onEachStore(t, ledgerRestartSnapshotFromLaggingProcess)
+}
+
+func ledgerRestartSnapshotFromLaggingProcess(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	sx := e.store("x")
-	sy := &gatedStore{conn: e.store("y")}
+	sy := &gatedStore{Store: e.store("y")}
 	x := e.ledger(sx, ledger.Config{})
 	y := e.ledger(sy, ledger.Config{})
 	t.Cleanup(sy.resume) // before y closes: its follower must not stay blocked

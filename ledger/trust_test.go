@@ -13,8 +13,8 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
-	"gateway/events/jsstore"
 	"gateway/ids"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 )
 
@@ -22,8 +22,11 @@ import (
 // process and the other sites' commands alone, and rebuilds the site from
 // the store, so what the site holds afterwards is exactly what is stored.
 func TestLedger_panicInDecide_rebuildsTheSite(t *testing.T) {
+	onEachStore(t, ledgerPanicInDecideRebuildsTheSite)
+}
+
+func ledgerPanicInDecideRebuildsTheSite(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	e.expectErrors("panic while deciding a batch")
 	st := e.store("a")
 	l := e.ledger(st, ledger.Config{})
@@ -53,21 +56,21 @@ func TestLedger_panicInDecide_rebuildsTheSite(t *testing.T) {
 	wg.Wait()
 	require.ErrorIs(t, panicErr, ledger.ErrInternal)
 	require.NoError(t, otherErr, "another site's command is not disturbed")
-	assert.Contains(t, e.logs.String(), "panic while deciding a batch")
-	assert.Contains(t, e.logs.String(), "goroutine", "the stack is logged")
+	assert.Contains(t, e.log.String(), "panic while deciding a batch")
+	assert.Contains(t, e.log.String(), "goroutine", "the stack is logged")
 
 	after := view(t, l, siteID)
 	assert.Equal(t, before, after, "the site holds what is stored, nothing of the failed batch")
 	r, err := l.Execute(ctx, siteID, deposit(b, "after", "u3", 5_000), events.ActorMerchant)
 	require.NoError(t, err, "the site is served again")
 	assert.Equal(t, int32(1), r.Decision.Tx)
-	assert.Equal(t, verifyChain(t, st.Store, siteID), view(t, l, siteID).Hash)
+	assert.Equal(t, verifyChain(t, st, siteID), view(t, l, siteID).Hash)
 }
 
 // appendRaw stores evs on the site's subject after its last message,
 // chained onto prev, going around the ledger (as a tampered or foreign
 // writer would).
-func appendRaw(t *testing.T, st *jsstore.Store, site ids.SiteID, prev [32]byte, evs ...events.Event) uint64 {
+func appendRaw(t *testing.T, st ledger.Store, site ids.SiteID, prev [32]byte, evs ...events.Event) uint64 {
 	t.Helper()
 	ctx := context.Background()
 	subj := mustSubject(t, site)
@@ -101,40 +104,41 @@ func TestLedger_unappliableMessage_stopsServingTheSite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			e := newEnv(t)
-			e.expectErrors("site message not applied")
-			st := e.store("a")
-			l := e.ledger(st, ledger.Config{})
-			setup(t, l, 0, 10_000)
-			createSite(t, l, "s2", 0, 500)
-			b := bank(t, l)
-			before := view(t, l, siteID)
-			var prev [32]byte
-			if tc.chained {
-				prev = before.Hash
-			}
-			seq := appendRaw(t, st.Store, siteID, prev, tc.ev)
+			onEachStore(t, func(t *testing.T, e *env) {
+				ctx := context.Background()
+				e.expectErrors("site message not applied")
+				st := e.store("a")
+				l := e.ledger(st, ledger.Config{})
+				setup(t, l, 0, 10_000)
+				createSite(t, l, "s2", 0, 500)
+				b := bank(t, l)
+				before := view(t, l, siteID)
+				var prev [32]byte
+				if tc.chained {
+					prev = before.Hash
+				}
+				seq := appendRaw(t, st, siteID, prev, tc.ev)
 
-			eventually(t, "the site is out of service", func() bool {
-				_, err := l.Execute(ctx, siteID, deposit(b, "p", "u", 5_000), events.ActorMerchant)
-				return errors.Is(err, events.ErrUnavailable)
+				testkit.Eventually(t, testkit.WaitFor, func() bool {
+					_, err := l.Execute(ctx, siteID, deposit(b, "p", "u", 5_000), events.ActorMerchant)
+					return errors.Is(err, events.ErrUnavailable)
+				}, "the site is out of service")
+				err := l.Read(ctx, siteID, ledger.Local, func(*aggregates.Site) error { return nil })
+				assert.ErrorIs(t, err, events.ErrUnavailable, "reads are refused too")
+				assert.ErrorIs(t, l.Read(ctx, siteID, ledger.Fresh, nil), events.ErrUnavailable)
+				logs := e.log.String()
+				assert.Contains(t, logs, tc.log)
+				assert.Contains(t, logs, "subject=ledger.site.s1")
+				assert.Contains(t, logs, fmt.Sprintf("seq=%d", seq))
+
+				s2, cfg, ok := l.SiteByAppKey("app-s2")
+				require.True(t, ok, "the other site keeps its appKey")
+				assert.Equal(t, ids.SiteID("s2"), s2)
+				assert.Equal(t, "secret-s2", cfg.Secret)
+				_, err = l.Execute(ctx, "s2", deposit(b, "p", "u", 5_000), events.ActorMerchant)
+				assert.NoError(t, err, "other sites are served")
+				assert.Equal(t, int64(500), view(t, l, "s2").Balance)
 			})
-			err := l.Read(ctx, siteID, ledger.Local, func(*aggregates.Site) error { return nil })
-			assert.ErrorIs(t, err, events.ErrUnavailable, "reads are refused too")
-			assert.ErrorIs(t, l.Read(ctx, siteID, ledger.Fresh, nil), events.ErrUnavailable)
-			logs := e.logs.String()
-			assert.Contains(t, logs, tc.log)
-			assert.Contains(t, logs, "subject=ledger.site.s1")
-			assert.Contains(t, logs, fmt.Sprintf("seq=%d", seq))
-
-			s2, cfg, ok := l.SiteByAppKey("app-s2")
-			require.True(t, ok, "the other site keeps its appKey")
-			assert.Equal(t, ids.SiteID("s2"), s2)
-			assert.Equal(t, "secret-s2", cfg.Secret)
-			_, err = l.Execute(ctx, "s2", deposit(b, "p", "u", 5_000), events.ActorMerchant)
-			assert.NoError(t, err, "other sites are served")
-			assert.Equal(t, int64(500), view(t, l, "s2").Balance)
 		})
 	}
 }
@@ -142,8 +146,11 @@ func TestLedger_unappliableMessage_stopsServingTheSite(t *testing.T) {
 // Snapshots whose names are no site id (what a wildcard read once saved as
 // "site-*") are ignored and reported; the sites start from the stream.
 func TestLedger_snapshotWithInvalidName_isIgnored(t *testing.T) {
+	onEachStore(t, ledgerSnapshotWithInvalidNameIsIgnored)
+}
+
+func ledgerSnapshotWithInvalidNameIsIgnored(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	e.expectErrors("ignoring a snapshot whose name is not a site id")
 	st := e.store("a")
 	l := e.ledger(st, ledger.Config{})
@@ -164,12 +171,13 @@ func TestLedger_snapshotWithInvalidName_isIgnored(t *testing.T) {
 	l2 := e.ledger(e.store("b"), ledger.Config{})
 	assert.Equal(t, want, view(t, l2, siteID))
 	assert.Equal(t, []ids.SiteID{siteID}, l2.SiteIDs(), "no phantom site")
-	assert.Contains(t, e.logs.String(), `name=site-*`)
+	assert.Contains(t, e.log.String(), `name=site-*`)
 }
 
 // Another site's settings never take over an appKey.
-func TestLedger_appKeyIsNeverRepointed(t *testing.T) {
-	e := newEnv(t)
+func TestLedger_appKeyIsNeverRepointed(t *testing.T) { onEachStore(t, ledgerAppKeyIsNeverRepointed) }
+
+func ledgerAppKeyIsNeverRepointed(t *testing.T, e *env) {
 	e.expectErrors("appKey already belongs to another site")
 	l := e.ledger(e.store("a"), ledger.Config{})
 	setup(t, l, 0, 0)
@@ -179,17 +187,20 @@ func TestLedger_appKeyIsNeverRepointed(t *testing.T) {
 	got, _, ok := l.SiteByAppKey(cfg.AppKey)
 	require.True(t, ok)
 	assert.Equal(t, siteID, got)
-	assert.Contains(t, e.logs.String(), "appKey already belongs to another site")
+	assert.Contains(t, e.log.String(), "appKey already belongs to another site")
 }
 
 // Reads never wait for an append: with the site's append held in the store,
 // lookups answer at once from the committed state, and see the command once
 // it is stored.
 func TestLedger_readsDoNotWaitForAppends(t *testing.T) {
+	onEachStore(t, ledgerReadsDoNotWaitForAppends)
+}
+
+func ledgerReadsDoNotWaitForAppends(t *testing.T, e *env) {
 	ctx := context.Background()
-	e := newEnv(t)
 	st := e.store("a")
-	gate := &appendGate{Store: st.Store, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	gate := &appendGate{Store: st, release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	l := e.ledger(gate, ledger.Config{})
 	setup(t, l, 0, 10_000)
 	b := bank(t, l)

@@ -26,6 +26,7 @@ import (
 	"gateway/events"
 	"gateway/events/jsstore"
 	"gateway/ids"
+	"gateway/internal/testkit"
 )
 
 // ledgerctl runs the command in process and returns its exit status and
@@ -170,14 +171,10 @@ func TestRun_generateAuditEvents(t *testing.T) {
 // withdrawal paid, appended with a correct chain) makes the audit exit 1
 // and name the event.
 func TestRun_auditFails(t *testing.T) {
-	dir := t.TempDir()
-	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir})
-	require.NoError(t, err)
-	nc, err := jsstore.ConnectInProcess(srv, "test")
-	require.NoError(t, err)
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	dir := srv.Dir()
 	ctx := context.Background()
-	st, err := jsstore.Open(ctx, nc, jsstore.Options{})
-	require.NoError(t, err)
+	st := srv.Store("test")
 	gen, err := audit.Generate(ctx, st, audit.GenOptions{Events: 3000, Sites: 2, Seed: 8})
 	require.NoError(t, err)
 	s := gen.Sites[0].State
@@ -197,9 +194,7 @@ func TestRun_auditFails(t *testing.T) {
 	require.NoError(t, err)
 	seq, err := st.Append(ctx, subj, pos.Seq, data)
 	require.NoError(t, err)
-	nc.Close()
-	srv.Shutdown()
-	srv.WaitForShutdown()
+	srv.Stop()
 
 	code, out, _ := ledgerctl(t, "audit", "--data", dir, "--quiet")
 	assert.Equal(t, exitMismatch, code)
@@ -222,19 +217,12 @@ func TestRun_auditFails(t *testing.T) {
 // TestRun_auditOnline audits a running server over --nats and compares with
 // a gateway's operator API.
 func TestRun_auditOnline(t *testing.T) {
-	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1"})
-	require.NoError(t, err)
-	t.Cleanup(srv.Shutdown)
-	nc, err := jsstore.ConnectInProcess(srv, "test")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
+	srv := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1"})
 	ctx := context.Background()
-	st, err := jsstore.Open(ctx, nc, jsstore.Options{})
-	require.NoError(t, err)
-	gen, err := audit.Generate(ctx, st, audit.GenOptions{Events: 3000, Sites: 3, Seed: 4, SnapshotAt: 0.5})
+	gen, err := audit.Generate(ctx, srv.Store("test"), audit.GenOptions{Events: 3000, Sites: 3, Seed: 4, SnapshotAt: 0.5})
 	require.NoError(t, err)
 
-	code, out, errOut := ledgerctl(t, "audit", "--nats", srv.ClientURL(), "--quiet")
+	code, out, errOut := ledgerctl(t, "audit", "--nats", srv.URL(), "--quiet")
 	require.Equal(t, exitOK, code, "%s\n%s", out, errOut)
 	assert.Contains(t, out, "RESULT: PASS (3 sites")
 
@@ -258,12 +246,12 @@ func TestRun_auditOnline(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 	}))
 	defer gw.Close()
-	code, out, _ = ledgerctl(t, "audit", "--nats", srv.ClientURL(), "--quiet", "--gateway", gw.URL, "--token", "tok")
+	code, out, _ = ledgerctl(t, "audit", "--nats", srv.URL(), "--quiet", "--gateway", gw.URL, "--token", "tok")
 	assert.Equal(t, exitOK, code, out)
 	assert.Contains(t, out, "[pass] gateway")
 
 	off.Store(gen.Sites[2].ID)
-	code, out, _ = ledgerctl(t, "audit", "--nats", srv.ClientURL(), "--quiet", "--gateway", gw.URL, "--token", "tok")
+	code, out, _ = ledgerctl(t, "audit", "--nats", srv.URL(), "--quiet", "--gateway", gw.URL, "--token", "tok")
 	assert.Equal(t, exitMismatch, code)
 	assert.Contains(t, out, fmt.Sprintf("the gateway shows pending withdrawals %d, the replay %d", gen.Sites[2].PendingWithdrawals+7, gen.Sites[2].PendingWithdrawals))
 }
@@ -311,19 +299,11 @@ func TestRun_natsCredentials(t *testing.T) {
 
 	urls := map[string]string{}
 	for kind, auth := range map[string]jsstore.Auth{"password": {User: "gw", Password: "audit-pw"}, "nkey": {NkeySeed: string(seed)}} {
-		srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", Auth: auth})
+		// The store's connection presents the server's credentials.
+		srv := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1", Auth: auth})
+		_, err = audit.Generate(context.Background(), srv.Store("test"), audit.GenOptions{Events: 500, Sites: 2, Seed: 5})
 		require.NoError(t, err)
-		t.Cleanup(srv.Shutdown)
-		opts, err := auth.Options()
-		require.NoError(t, err)
-		nc, err := jsstore.ConnectInProcess(srv, "test", opts...)
-		require.NoError(t, err)
-		t.Cleanup(nc.Close)
-		st, err := jsstore.Open(context.Background(), nc, jsstore.Options{})
-		require.NoError(t, err)
-		_, err = audit.Generate(context.Background(), st, audit.GenOptions{Events: 500, Sites: 2, Seed: 5})
-		require.NoError(t, err)
-		urls[kind] = srv.ClientURL()
+		urls[kind] = srv.URL()
 	}
 
 	cases := []struct {
@@ -393,11 +373,7 @@ func TestRun_auditAgainstGateway(t *testing.T) {
 		}
 	})
 	base := "http://" + httpAddr
-	deadline := time.Now().Add(60 * time.Second)
-	for !ready(base) {
-		require.True(t, time.Now().Before(deadline), "gateway not ready")
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 60*time.Second, func() bool { return ready(base) }, "the gateway is ready")
 	req, err := http.NewRequest(http.MethodPost, base+"/ops/v1/sites", strings.NewReader(`{"name":"Audited"}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)

@@ -1,4 +1,4 @@
-package jsstore
+package jsstore_test
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"gateway/events/jsstore"
+	"gateway/internal/testkit"
 )
 
 // userSeed returns a fresh user nkey seed.
@@ -28,20 +31,20 @@ func TestAuth_Validate(t *testing.T) {
 	require.NoError(t, err)
 	cases := []struct {
 		name    string
-		auth    Auth
+		auth    jsstore.Auth
 		wantErr string
 	}{
-		{name: "none", auth: Auth{}},
-		{name: "user and password", auth: Auth{User: "gw", Password: "pw"}},
-		{name: "seed", auth: Auth{NkeySeed: seed}},
-		{name: "seed with newline", auth: Auth{NkeySeed: seed + "\n"}},
-		{name: "decorated seed", auth: Auth{NkeySeed: "-----BEGIN USER NKEY SEED-----\n" + seed + "\n------END USER NKEY SEED------\n"}},
-		{name: "user without password", auth: Auth{User: "gw"}, wantErr: `user "gw" has no password`},
-		{name: "password without user", auth: Auth{Password: "pw"}, wantErr: "a password needs a user"},
-		{name: "both kinds", auth: Auth{User: "gw", Password: "pw", NkeySeed: seed}, wantErr: "not both"},
-		{name: "not a seed", auth: Auth{NkeySeed: "SUNOTASEED"}, wantErr: "nkey seed"},
-		{name: "account seed", auth: Auth{NkeySeed: string(accountSeed)}, wantErr: "nkey seed"},
-		{name: "bcrypt-shaped password", auth: Auth{User: "gw", Password: "$2a$11$abc"}, wantErr: "bcrypt"},
+		{name: "none", auth: jsstore.Auth{}},
+		{name: "user and password", auth: jsstore.Auth{User: "gw", Password: "pw"}},
+		{name: "seed", auth: jsstore.Auth{NkeySeed: seed}},
+		{name: "seed with newline", auth: jsstore.Auth{NkeySeed: seed + "\n"}},
+		{name: "decorated seed", auth: jsstore.Auth{NkeySeed: "-----BEGIN USER NKEY SEED-----\n" + seed + "\n------END USER NKEY SEED------\n"}},
+		{name: "user without password", auth: jsstore.Auth{User: "gw"}, wantErr: `user "gw" has no password`},
+		{name: "password without user", auth: jsstore.Auth{Password: "pw"}, wantErr: "a password needs a user"},
+		{name: "both kinds", auth: jsstore.Auth{User: "gw", Password: "pw", NkeySeed: seed}, wantErr: "not both"},
+		{name: "not a seed", auth: jsstore.Auth{NkeySeed: "SUNOTASEED"}, wantErr: "nkey seed"},
+		{name: "account seed", auth: jsstore.Auth{NkeySeed: string(accountSeed)}, wantErr: "nkey seed"},
+		{name: "bcrypt-shaped password", auth: jsstore.Auth{User: "gw", Password: "$2a$11$abc"}, wantErr: "bcrypt"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,13 +68,13 @@ func TestAuth_String(t *testing.T) {
 	pub, err := kp.PublicKey()
 	require.NoError(t, err)
 	cases := []struct {
-		auth Auth
+		auth jsstore.Auth
 		want string
 	}{
-		{Auth{}, "none"},
-		{Auth{User: "gw", Password: "s3cret"}, "user gw"},
-		{Auth{NkeySeed: string(seed)}, "nkey " + pub},
-		{Auth{NkeySeed: "SUBAD"}, "nkey (invalid seed)"},
+		{jsstore.Auth{}, "none"},
+		{jsstore.Auth{User: "gw", Password: "s3cret"}, "user gw"},
+		{jsstore.Auth{NkeySeed: string(seed)}, "nkey " + pub},
+		{jsstore.Auth{NkeySeed: "SUBAD"}, "nkey (invalid seed)"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
@@ -93,49 +96,48 @@ func TestRunServer_auth(t *testing.T) {
 	seed, other := userSeed(t), userSeed(t)
 	cases := []struct {
 		name  string
-		auth  Auth
-		wrong Auth
+		auth  jsstore.Auth
+		wrong jsstore.Auth
 	}{
-		{name: "user and password", auth: Auth{User: "gw", Password: "s3cret-pw"}, wrong: Auth{User: "gw", Password: "guess"}},
-		{name: "nkey", auth: Auth{NkeySeed: seed}, wrong: Auth{NkeySeed: other}},
+		{name: "user and password", auth: jsstore.Auth{User: "gw", Password: "s3cret-pw"}, wrong: jsstore.Auth{User: "gw", Password: "guess"}},
+		{name: "nkey", auth: jsstore.Auth{NkeySeed: seed}, wrong: jsstore.Auth{NkeySeed: other}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			srv, err := RunServer(ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", Auth: c.auth})
-			require.NoError(t, err)
-			t.Cleanup(srv.Shutdown)
+			ts := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1", Auth: c.auth})
+			srv := ts.NATS()
 			good, err := c.auth.Options()
 			require.NoError(t, err)
 			bad, err := c.wrong.Options()
 			require.NoError(t, err)
 
-			nc, err := ConnectInProcess(srv, "in-process", good...)
+			nc, err := jsstore.ConnectInProcess(srv, "in-process", good...)
 			require.NoError(t, err)
 			nc.Close()
-			nc, err = Dial(srv.ClientURL(), "tcp", good...)
+			nc, err = jsstore.Dial(srv.ClientURL(), "tcp", good...)
 			require.NoError(t, err)
 			assert.NoError(t, nc.Flush())
 			nc.Close()
 
-			_, err = Dial(srv.ClientURL(), "tcp without credentials")
+			_, err = jsstore.Dial(srv.ClientURL(), "tcp without credentials")
 			assert.ErrorIs(t, err, nats.ErrAuthorization)
-			_, err = Dial(srv.ClientURL(), "tcp with another credential", bad...)
+			_, err = jsstore.Dial(srv.ClientURL(), "tcp with another credential", bad...)
 			assert.ErrorIs(t, err, nats.ErrAuthorization)
 
 			// The gateway's own client retries an absent server for ever,
 			// but not a refusal.
-			nc, err = Connect(srv.ClientURL(), "gateway", good...)
+			nc, err = jsstore.Connect(srv.ClientURL(), "gateway", good...)
 			require.NoError(t, err)
 			assert.NoError(t, nc.Flush())
 			nc.Close()
-			_, err = Connect(srv.ClientURL(), "gateway with another credential", bad...)
+			_, err = jsstore.Connect(srv.ClientURL(), "gateway with another credential", bad...)
 			assert.ErrorIs(t, err, nats.ErrAuthorization)
 		})
 	}
 }
 
 func TestRunServer_badAuth(t *testing.T) {
-	_, err := RunServer(ServerConfig{Dir: t.TempDir(), Auth: Auth{User: "gw"}})
+	_, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir(), Auth: jsstore.Auth{User: "gw"}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "has no password")
 }
