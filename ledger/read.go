@@ -89,6 +89,11 @@ func (l *Ledger) Read(ctx context.Context, siteID ids.SiteID, fresh bool, fn fun
 		return err
 	}
 	if fn == nil {
+		// The settings mirror says whether the site is created,
+		// without a lock.
+		if e.cfg.Load() == nil {
+			return aggregates.ErrSiteNotFound
+		}
 		return nil
 	}
 	e.rw.RLock()
