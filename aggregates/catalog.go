@@ -252,15 +252,26 @@ func notCodeRune(r rune) bool {
 // any event that is not the catalog's is refused whole, the catalog
 // unchanged.
 func (c *Catalog) ApplyMessage(seq uint64, evs []events.Event) error {
-	for i, e := range evs {
-		switch e.Payload.(type) {
+	return applyOwn(seq, evs, "catalog", func(p events.Payload) bool {
+		switch p.(type) {
 		case *events.BankCreated, *events.BankUpdated:
-		default:
-			return fmt.Errorf("%w: message %d event %d is a %s, not a catalog event", ErrForeignEvent, seq, i, e.Name)
+			return true
+		}
+		return false
+	}, c.Apply)
+}
+
+// applyOwn applies evs, stored in the message at seq, with apply when own
+// accepts every one of them, and refuses the whole message otherwise: an
+// aggregate never applies half a message.
+func applyOwn(seq uint64, evs []events.Event, aggregate string, own func(events.Payload) bool, apply func(events.Event)) error {
+	for i, e := range evs {
+		if !own(e.Payload) {
+			return fmt.Errorf("%w: message %d event %d is a %s, not a %s event", ErrForeignEvent, seq, i, e.Name, aggregate)
 		}
 	}
 	for _, e := range evs {
-		c.Apply(e)
+		apply(e)
 	}
 	return nil
 }

@@ -223,17 +223,13 @@ func isHexSHA256(s string) bool {
 // any event that is not the operators' is refused whole, the aggregate
 // unchanged.
 func (o *Operators) ApplyMessage(seq uint64, evs []events.Event) error {
-	for i, e := range evs {
-		switch e.Payload.(type) {
+	return applyOwn(seq, evs, "operators", func(p events.Payload) bool {
+		switch p.(type) {
 		case *events.OperatorCreated, *events.OperatorRevoked:
-		default:
-			return fmt.Errorf("%w: message %d event %d is a %s, not an operators event", ErrForeignEvent, seq, i, e.Name)
+			return true
 		}
-	}
-	for _, e := range evs {
-		o.Apply(e)
-	}
-	return nil
+		return false
+	}, o.Apply)
 }
 
 // Apply folds one operators event into the aggregate. It never fails: events

@@ -52,3 +52,53 @@ func TestApplyMessage_refusesForeign(t *testing.T) {
 	assert.True(t, s.Created())
 	assert.Equal(t, int64(1000), s.Balance)
 }
+
+// TestApplyMessage_sharedRefuseForeign: the catalog and the operators, too,
+// refuse a message holding any event that is not theirs, whole, and apply
+// their own.
+func TestApplyMessage_sharedRefuseForeign(t *testing.T) {
+	ev := func(p events.Payload) events.Event {
+		return events.Event{Name: p.EventName(), Time: t0.UnixMilli(), Actor: operator, Payload: p}
+	}
+	bank := ev(&events.BankCreated{BankID: "b1", Code: "ZAIN", Name: events.LocalizedName{En: "Zain"},
+		IdentifierKind: "PHONE", MinAmount: 1, MaxAmount: 10, Deposit: true})
+	op := ev(&events.OperatorCreated{ID: "o1", Name: "Alice", Role: "operator", TokenHash: "h"})
+	site := ev(&events.TreasuryAdjusted{Amount: 1, Reason: "r"})
+	type shared interface {
+		ApplyMessage(uint64, []events.Event) error
+	}
+	count := func(a shared) int {
+		switch a := a.(type) {
+		case *Catalog:
+			return len(a.Banks())
+		case *Operators:
+			return len(a.List())
+		}
+		return -1
+	}
+	tests := []struct {
+		name    string
+		agg     func() shared
+		own     events.Event
+		foreign []events.Event
+	}{
+		{"catalog", func() shared { return NewCatalog() }, bank, []events.Event{op, site}},
+		{"operators", func() shared { return NewOperators() }, op, []events.Event{bank, site}},
+	}
+	for _, tc := range tests {
+		for _, f := range tc.foreign {
+			t.Run(tc.name+" refuses "+f.Name, func(t *testing.T) {
+				a := tc.agg()
+				err := a.ApplyMessage(1, []events.Event{tc.own, f})
+				require.ErrorIs(t, err, ErrForeignEvent)
+				assert.Contains(t, err.Error(), "message 1 event 1 is a "+f.Name)
+				assert.Zero(t, count(a), "nothing of the message is applied")
+			})
+		}
+		t.Run(tc.name+" applies its own", func(t *testing.T) {
+			a := tc.agg()
+			require.NoError(t, a.ApplyMessage(1, []events.Event{tc.own}))
+			assert.Equal(t, 1, count(a))
+		})
+	}
+}
