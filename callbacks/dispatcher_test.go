@@ -15,11 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/events"
+	"gateway/internal/testkit"
 	"gateway/records"
 )
 
 func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("s1", rcv.url("/hook"))
 	dep := f.deposit("s1", 25000)
@@ -36,7 +37,7 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 		ev(&events.WithdrawalRejected{TxID: wrejp, Reason: "closed"}, now))
 	d, _ := f.dispatcher(Config{})
 
-	eventually(t, func() bool { return len(rcv.calls()) >= 5 }, "five callbacks")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.calls()) >= 5 }, "five callbacks")
 	wh, err := standardwebhooks.NewWebhook(testSecret("s1"))
 	require.NoError(t, err)
 	want := map[string]struct {
@@ -84,11 +85,11 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 	assert.Equal(t, float64(25000), c.Msg.Data["requestedAmount"])
 	// Every delivery is listed, first-attempt ones from the delivery log,
 	// by every process (other follows the bucket without delivering).
-	eventually(t, f.consumerDone, "all messages acknowledged")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "all messages acknowledged")
 	other, _ := f.dispatcher(Config{})
 	for _, dd := range []*Dispatcher{d, other} {
 		var page records.Page[Delivery]
-		eventually(t, func() bool {
+		testkit.Eventually(t, testkit.WaitFor, func() bool {
 			page, err = dd.List(context.Background(), Filter{Status: StatusDelivered})
 			return err == nil && len(page.Items) == 5
 		}, "five deliveries listed")
@@ -112,7 +113,7 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 }
 
 func TestDispatcher_signsWithBothSecretsDuringOverlap(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("s1", rcv.url("/"))
 	newSecret := testSecret("rotated")
@@ -120,7 +121,7 @@ func TestDispatcher_signsWithBothSecretsDuringOverlap(t *testing.T) {
 	tx := f.deposit("s1", 100)
 	f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
 	f.dispatcher(Config{})
-	eventually(t, func() bool { return len(rcv.byTx(tx)) == 1 }, "callback")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 1 }, "callback")
 	c := rcv.byTx(tx)[0]
 	assert.Len(t, strings.Fields(c.Signature), 2, "two signatures while the old secret is valid")
 	for _, s := range []string{newSecret, testSecret("s1")} {
@@ -131,7 +132,7 @@ func TestDispatcher_signsWithBothSecretsDuringOverlap(t *testing.T) {
 }
 
 func TestDispatcher_retriesUntil2xx(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
 		switch n {
 		case 1:
@@ -147,13 +148,13 @@ func TestDispatcher_retriesUntil2xx(t *testing.T) {
 	f.append("s1", ev(&events.DepositApproved{TxID: tx, Amount: 500, Requested: 500}, time.Now()))
 	d, _ := f.dispatcher(Config{})
 
-	eventually(t, func() bool { return len(rcv.byTx(tx)) == 3 }, "three attempts")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 3 }, "three attempts")
 	cs := rcv.byTx(tx)
 	for _, c := range cs[1:] {
 		assert.Equal(t, cs[0].ID, c.ID, "the same webhook-id on every retry")
 		assert.Equal(t, cs[0].Body, c.Body, "the same body on every retry")
 	}
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, err := d.List(context.Background(), Filter{Status: StatusDelivered})
 		return err == nil && len(p.Items) == 1
 	}, "delivered record")
@@ -168,12 +169,12 @@ func TestDispatcher_retriesUntil2xx(t *testing.T) {
 	assert.Equal(t, tx, string(r.TransactionID))
 	assert.Equal(t, TypeDepositApproved, r.Type)
 	assert.Nil(t, r.NextAttemptAt)
-	eventually(t, f.consumerDone, "message acknowledged once delivered")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "message acknowledged once delivered")
 	assert.Len(t, rcv.byTx(tx), 3, "nothing after the 2xx")
 }
 
 func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	var healthy atomic.Bool
 	rcv := newReceiver(t, func(callback, int) (int, http.Header) {
 		if healthy.Load() {
@@ -187,7 +188,7 @@ func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
 	d, _ := f.dispatcher(Config{Schedule: Schedule{10 * time.Millisecond, 20 * time.Millisecond}})
 
 	var parked Delivery
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, err := d.List(context.Background(), Filter{Status: StatusFailed})
 		if err != nil || len(p.Items) != 1 {
 			return false
@@ -200,12 +201,12 @@ func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
 	assert.Equal(t, 500, *parked.LastStatusCode)
 	assert.Equal(t, "HTTP 500", deref(parked.LastError))
 	assert.Nil(t, parked.NextAttemptAt)
-	eventually(t, f.consumerDone, "a parked delivery's message is acknowledged")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "a parked delivery's message is acknowledged")
 	require.Len(t, rcv.byTx(tx), 3)
 
 	// The operator resends from a process that is not the active
 	// dispatcher: the call is forwarded to it.
-	other, err := New(context.Background(), Config{Conn: f.conn("ops"), Store: f.store, Ledger: f.led, Records: f.reader, Logger: f.log})
+	other, err := New(context.Background(), Config{Conn: f.conn("ops"), Store: f.store, Ledger: f.led, Records: f.reader, Logger: f.log.Logger})
 	require.NoError(t, err)
 	defer other.Close()
 	require.False(t, other.Active())
@@ -216,10 +217,10 @@ func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
 	assert.Equal(t, 1, rec.Resends)
 	assert.Equal(t, "op-7", rec.LastResendBy)
 
-	eventually(t, func() bool { return len(rcv.byTx(tx)) == 4 }, "resent")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 4 }, "resent")
 	cs := rcv.byTx(tx)
 	assert.Equal(t, parked.EventID, cs[3].ID, "a resend keeps the webhook-id")
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, _ := other.List(context.Background(), Filter{Status: StatusDelivered})
 		return len(p.Items) == 1
 	}, "resent delivery recorded as delivered, seen by another process")
@@ -245,7 +246,7 @@ func TestDispatcher_parksAfterScheduleAndResends(t *testing.T) {
 }
 
 func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
 		if n == 1 {
 			return 500, nil
@@ -261,7 +262,7 @@ func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
 		txs = append(txs, tx)
 	}
 	d, _ := f.dispatcher(Config{})
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, _ := d.List(context.Background(), Filter{Status: StatusDelivered})
 		return len(p.Items) == 5
 	}, "five deliveries after one failure each")
@@ -290,7 +291,7 @@ func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
 	rec, err := d.Resend(context.Background(), id, "op")
 	require.NoError(t, err)
 	assert.Equal(t, StatusPending, rec.Status)
-	eventually(t, func() bool { return len(rcv.byTx(txs[0])) == 3 }, "resent")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(txs[0])) == 3 }, "resent")
 
 	// A site without callbackUrl has nothing to resend to.
 	tx := f.deposit("s2", 5)
@@ -301,7 +302,7 @@ func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
 }
 
 func TestDispatcher_ordersExpiredBeforeLateApproval(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	var expiredOK atomic.Bool
 	rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
 		if c.Msg.Type == TypeDepositExpired && n < 3 {
@@ -319,10 +320,10 @@ func TestDispatcher_ordersExpiredBeforeLateApproval(t *testing.T) {
 	// Retries slow enough that the approval is in the stream while the
 	// expired callback is still failing.
 	f.dispatcher(Config{Schedule: Schedule{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}})
-	eventually(t, func() bool { return len(rcv.byTx(tx)) >= 1 }, "first expired attempt")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) >= 1 }, "first expired attempt")
 	f.append("s1", ev(&events.DepositApproved{TxID: tx, Amount: 9000, Requested: 10000}, time.Now()))
 
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		return count(rcv.byTx(tx), func(c callback) bool { return c.Msg.Type == TypeDepositApproved }) == 1
 	},
 		"approved callback")
@@ -343,7 +344,7 @@ func TestDispatcher_ordersExpiredBeforeLateApproval(t *testing.T) {
 }
 
 func TestDispatcher_previousStatusFromStreamAfterRestart(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("s1", rcv.url("/"))
 	dep, req := f.depositEvent("s1", 800, time.Now().Add(-time.Minute))
@@ -351,7 +352,7 @@ func TestDispatcher_previousStatusFromStreamAfterRestart(t *testing.T) {
 	w := f.withdrawal("s1", 300)
 	late := f.deposit("s1", 50)
 	_, stop := f.dispatcher(Config{})
-	eventually(t, f.consumerDone, "creations consumed")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "creations consumed")
 	stop()
 
 	// The transactions were created before the next term began: their
@@ -361,7 +362,7 @@ func TestDispatcher_previousStatusFromStreamAfterRestart(t *testing.T) {
 	f.append("s1", ev(&events.WithdrawalRejected{TxID: w, Reason: "x"}, time.Now()),
 		ev(&events.DepositApproved{TxID: late, Amount: 50, Requested: 50}, time.Now()))
 	f.dispatcher(Config{})
-	eventually(t, func() bool { return len(rcv.calls()) == 4 }, "four callbacks")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.calls()) == 4 }, "four callbacks")
 	prev := func(tx, typ string) any {
 		for _, c := range rcv.byTx(tx) {
 			if c.Msg.Type == typ {
@@ -380,7 +381,7 @@ func TestDispatcher_previousStatusFromStreamAfterRestart(t *testing.T) {
 }
 
 func TestDispatcher_hangingSiteDoesNotDelayOthers(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	hanging := newReceiver(t, func(callback, int) (int, http.Header) { return -1, nil })
 	healthy := newReceiver(t, nil)
 	f.createSite("slow", hanging.url("/"))
@@ -390,19 +391,19 @@ func TestDispatcher_hangingSiteDoesNotDelayOthers(t *testing.T) {
 		f.append("slow", ev(&events.DepositExpired{TxID: tx}, time.Now()))
 	}
 	f.dispatcher(Config{Timeout: time.Minute, SiteConcurrency: 4})
-	eventually(t, func() bool { return len(hanging.calls()) == 4 }, "the slow site's endpoint holds its four slots")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(hanging.calls()) == 4 }, "the slow site's endpoint holds its four slots")
 	var fast []string
 	for i := 0; i < 50; i++ {
 		tx := f.deposit("fast", 10)
 		f.append("fast", ev(&events.DepositApproved{TxID: tx, Amount: 10, Requested: 10}, time.Now()))
 		fast = append(fast, tx)
 	}
-	eventually(t, func() bool { return len(healthy.calls()) == len(fast) }, "every callback of the healthy site")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(healthy.calls()) == len(fast) }, "every callback of the healthy site")
 	assert.Len(t, hanging.calls(), 4, "the slow site never had more than its slots")
 }
 
 func TestDispatcher_redeliversAfterCrashBeforeAck(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("s1", rcv.url("/"))
 	var txs []string
@@ -422,22 +423,22 @@ func TestDispatcher_redeliversAfterCrashBeforeAck(t *testing.T) {
 			crashConn.Close()
 		}
 	}})
-	eventually(t, crashed.Load, "first delivery")
+	testkit.Eventually(t, testkit.WaitFor, crashed.Load, "first delivery")
 	stop()
 	first := crashedID.Load().(string)
 	require.Equal(t, 1, count(rcv.calls(), func(c callback) bool { return c.ID == first }))
 
 	f.dispatcher(Config{})
-	eventually(t, func() bool { return count(rcv.calls(), func(c callback) bool { return c.ID == first }) == 2 },
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return count(rcv.calls(), func(c callback) bool { return c.ID == first }) == 2 },
 		"the unacknowledged callback is delivered again, with the same webhook-id")
 	for _, tx := range txs {
-		eventually(t, func() bool { return len(rcv.byTx(tx)) >= 1 }, "every callback delivered (%s)", tx)
+		testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) >= 1 }, "every callback delivered (%s)", tx)
 	}
-	eventually(t, f.consumerDone, "all acknowledged")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "all acknowledged")
 }
 
 func TestDispatcher_loggedBeforeCrashIsNotDeliveredAgain(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("s1", rcv.url("/"))
 	tx := f.deposit("s1", 10)
@@ -451,12 +452,12 @@ func TestDispatcher_loggedBeforeCrashIsNotDeliveredAgain(t *testing.T) {
 			crashConn.Close()
 		}
 	}})
-	eventually(t, logged.Load, "delivery logged")
+	testkit.Eventually(t, testkit.WaitFor, logged.Load, "delivery logged")
 	stop()
 	require.False(t, f.consumerDone(), "the message is still unacknowledged")
 
 	d, _ := f.dispatcher(Config{})
-	eventually(t, f.consumerDone, "the redelivered message is acknowledged")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "the redelivered message is acknowledged")
 	assert.Len(t, rcv.byTx(tx), 1, "the log says it was delivered: not sent again")
 	p, err := d.List(context.Background(), Filter{})
 	require.NoError(t, err)
@@ -466,7 +467,7 @@ func TestDispatcher_loggedBeforeCrashIsNotDeliveredAgain(t *testing.T) {
 }
 
 func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	// Every other transaction's callback fails once, so the listing mixes
 	// records of their own with delivery log entries.
 	var mu sync.Mutex
@@ -491,7 +492,7 @@ func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
 		txs = append(txs, tx)
 	}
 	d, _ := f.dispatcher(Config{})
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, _ := d.List(context.Background(), Filter{Status: StatusDelivered})
 		return len(p.Items) == 9
 	}, "nine deliveries")
@@ -533,8 +534,8 @@ func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
 	assert.Equal(t, 1, rec.Resends)
 	require.NotNil(t, rec.LastStatusCode)
 	assert.Equal(t, 204, *rec.LastStatusCode)
-	eventually(t, func() bool { return len(rcv.byTx(txs[0])) == 2 }, "resent")
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(txs[0])) == 2 }, "resent")
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, _ := d.List(context.Background(), Filter{Limit: 1})
 		return len(p.Items) == 1 && p.Items[0].Resends == 1 && p.Items[0].Status == StatusDelivered
 	}, "the resend's record replaces the log entry")
@@ -544,7 +545,7 @@ func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
 }
 
 func TestDispatcher_noDeliveriesWithoutCallbackURL(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("quiet", "")
 	f.createSite("s1", rcv.url("/"))
@@ -555,7 +556,7 @@ func TestDispatcher_noDeliveriesWithoutCallbackURL(t *testing.T) {
 	tx := f.deposit("s1", 10)
 	f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
 	d, _ := f.dispatcher(Config{})
-	eventually(t, f.consumerDone, "every message handled")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "every message handled")
 	cs := rcv.calls()
 	require.Len(t, cs, 1)
 	assert.Equal(t, tx, cs[0].Msg.Data["transactionId"])
@@ -566,12 +567,12 @@ func TestDispatcher_noDeliveriesWithoutCallbackURL(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Items, 1)
 	assert.Equal(t, tx, string(p.Items[0].TransactionID))
-	assert.NotContains(t, f.logs.String(), "level=WARN")
-	assert.NotContains(t, f.logs.String(), "level=ERROR")
+	assert.NotContains(t, f.log.String(), "level=WARN")
+	assert.NotContains(t, f.log.String(), "level=ERROR")
 }
 
 func TestDispatcher_refusesPrivateAddresses(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("s1", rcv.url("/")) // 127.0.0.1
 	f.createSite("s2", strings.Replace(rcv.url("/"), "127.0.0.1", "localhost", 1))
@@ -581,7 +582,7 @@ func TestDispatcher_refusesPrivateAddresses(t *testing.T) {
 	f.append("s2", ev(&events.DepositExpired{TxID: tx2}, time.Now()))
 	f.denyPrivate = true
 	d, _ := f.dispatcher(Config{Schedule: Schedule{10 * time.Millisecond}})
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, _ := d.List(context.Background(), Filter{Status: StatusFailed})
 		return len(p.Items) == 2
 	}, "both parked")
@@ -607,7 +608,7 @@ func TestDispatcher_honoursRetryAfter(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, false)
+			f := newFixture(t)
 			rcv := newReceiver(t, func(c callback, n int) (int, http.Header) {
 				if n == 1 {
 					return tc.code, http.Header{"Retry-After": {tc.value()}}
@@ -619,7 +620,7 @@ func TestDispatcher_honoursRetryAfter(t *testing.T) {
 			f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
 			// The schedule alone would wait an hour.
 			d, _ := f.dispatcher(Config{Schedule: Schedule{time.Hour}})
-			eventually(t, func() bool {
+			testkit.Eventually(t, testkit.WaitFor, func() bool {
 				p, _ := d.List(context.Background(), Filter{Status: StatusPending})
 				return len(p.Items) == 1
 			}, "pending record")
@@ -628,7 +629,7 @@ func TestDispatcher_honoursRetryAfter(t *testing.T) {
 			next, err := time.Parse(time.RFC3339, *p.Items[0].NextAttemptAt)
 			require.NoError(t, err)
 			assert.Less(t, time.Until(next), 3*time.Second, "next attempt set by Retry-After, not the schedule")
-			eventually(t, func() bool { return len(rcv.byTx(tx)) == 2 }, "retried after Retry-After")
+			testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 2 }, "retried after Retry-After")
 			cs := rcv.byTx(tx)
 			assert.GreaterOrEqual(t, cs[1].At.Sub(cs[0].At), 900*time.Millisecond, "not before Retry-After")
 		})
@@ -636,19 +637,19 @@ func TestDispatcher_honoursRetryAfter(t *testing.T) {
 }
 
 func TestDispatcher_oneActiveAtATime(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	rcv := newReceiver(t, nil)
 	f.createSite("s1", rcv.url("/"))
 	a, stopA := f.dispatcher(Config{Conn: f.conn("a")})
 	b, stopB := f.dispatcher(Config{Conn: f.conn("b")})
-	eventually(t, func() bool { return a.Active() || b.Active() }, "one takes the lease")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return a.Active() || b.Active() }, "one takes the lease")
 	var txs []string
 	for i := 0; i < 20; i++ {
 		tx := f.deposit("s1", 10)
 		f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
 		txs = append(txs, tx)
 	}
-	eventually(t, func() bool { return len(rcv.calls()) == len(txs) }, "all delivered")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.calls()) == len(txs) }, "all delivered")
 	assert.False(t, a.Active() && b.Active(), "never both")
 	// The active one stops; the other takes over.
 	next := b
@@ -658,21 +659,21 @@ func TestDispatcher_oneActiveAtATime(t *testing.T) {
 	} else {
 		stopA()
 	}
-	eventually(t, next.Active, "the other takes over")
+	testkit.Eventually(t, testkit.WaitFor, next.Active, "the other takes over")
 	tx := f.deposit("s1", 10)
 	f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
-	eventually(t, func() bool { return len(rcv.byTx(tx)) == 1 }, "delivered by the new one")
-	eventually(t, f.consumerDone, "all acknowledged")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 1 }, "delivered by the new one")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "all acknowledged")
 	for _, c := range rcv.calls() {
 		assert.Equal(t, 1, count(rcv.calls(), func(o callback) bool { return o.ID == c.ID }), "each callback once: %s", c.ID)
 	}
 	if t.Failed() {
-		t.Log(f.logs.String())
+		t.Log(f.log.String())
 	}
 }
 
 func TestDispatcher_backlogLimitParks(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	hanging := newReceiver(t, func(callback, int) (int, http.Header) { return -1, nil })
 	f.createSite("s1", hanging.url("/"))
 	for i := 0; i < 6; i++ {
@@ -680,7 +681,7 @@ func TestDispatcher_backlogLimitParks(t *testing.T) {
 		f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
 	}
 	d, _ := f.dispatcher(Config{Timeout: time.Minute, SiteConcurrency: 2, SiteBacklog: 4})
-	eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		p, _ := d.List(context.Background(), Filter{Status: StatusFailed})
 		return len(p.Items) == 2
 	}, "callbacks beyond the backlog parked")
@@ -705,7 +706,7 @@ func assertField(t *testing.T, err error, field string) {
 // TestNew_needsTheProcessWiring: the dispatcher builds no store or ledger
 // of its own; without them it refuses to start.
 func TestNew_needsTheProcessWiring(t *testing.T) {
-	f := newFixture(t, false)
+	f := newFixture(t)
 	tests := []struct {
 		name string
 		cfg  Config

@@ -1,7 +1,6 @@
 package callbacks
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
@@ -22,59 +20,26 @@ import (
 	"gateway/events"
 	"gateway/events/jsstore"
 	"gateway/ids"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 	"gateway/records"
 )
 
-// waitFor bounds a polled condition. Nothing asserts how fast anything
-// happens; it only stops a test that would otherwise hang.
-const waitFor = 30 * time.Second
-
-// eventually polls cond until it holds or waitFor passes.
-func eventually(t testing.TB, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: "+format, append([]any{waitFor}, args...)...)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// logBuffer collects logs, safe for concurrent writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // fixture is an embedded JetStream server in a temp dir with the gateway's
-// store, ledger and record reader over it, and a writer of site events.
+// store, ledger and record reader over it, and a writer of site events. Its
+// log fails the test on an ERROR line the test did not declare
+// (f.log.ExpectErrors).
 type fixture struct {
 	t testing.TB
 	// denyPrivate keeps the refusal of loopback receivers; every other
 	// test's receiver is on 127.0.0.1.
 	denyPrivate bool
-	dir         string
-	srv         *server.Server
+	srv         *testkit.Server
 	nc          *nats.Conn
 	store       *jsstore.Store
 	led         *ledger.Ledger
 	reader      *records.Reader
-	logs        *logBuffer
-	log         *slog.Logger
+	log         *testkit.Log
 
 	mu    sync.Mutex
 	heads map[string]head
@@ -86,24 +51,21 @@ type head struct {
 	hash [32]byte
 }
 
-func newFixture(t testing.TB, syncAlways bool) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	f := &fixture{t: t, dir: t.TempDir(), logs: &logBuffer{}, heads: map[string]head{}, ntx: map[string]int32{}}
-	f.log = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: f.dir, SyncAlways: syncAlways})
-	require.NoError(t, err)
-	f.srv = srv
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	// The log first: its check then runs last, after everything that
+	// logs into it has stopped.
+	f := &fixture{t: t, log: testkit.NewLog(t, slog.LevelInfo), heads: map[string]head{}, ntx: map[string]int32{}}
+	f.srv = testkit.StartServer(t, jsstore.ServerConfig{})
 	f.nc = f.conn("gateway")
-	f.store, err = jsstore.Open(context.Background(), f.nc, jsstore.Options{})
-	require.NoError(t, err)
-	f.led = ledger.New(f.store, ledger.Config{Logger: f.log})
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	f.store = testkit.OpenStore(t, f.nc, jsstore.Options{})
+	f.led = ledger.New(f.store, ledger.Config{Logger: f.log.Logger})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitFor)
 	defer cancel()
 	require.NoError(t, f.led.Start(ctx))
 	require.NoError(t, f.led.WaitReady(ctx))
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.WaitFor)
 		defer cancel()
 		_ = f.led.Close(ctx)
 	})
@@ -113,10 +75,8 @@ func newFixture(t testing.TB, syncAlways bool) *fixture {
 
 // conn opens another in-process connection, as another process would.
 func (f *fixture) conn(name string) *nats.Conn {
-	nc, err := jsstore.ConnectInProcess(f.srv, name)
-	require.NoError(f.t, err)
-	f.t.Cleanup(nc.Close)
-	return nc
+	f.t.Helper()
+	return f.srv.Conn(name)
 }
 
 // append seals evs as one message on the site's subject.
@@ -194,7 +154,7 @@ func (f *fixture) dispatcher(cfg Config) (*Dispatcher, func()) {
 		cfg.Store, cfg.Ledger, cfg.Records = f.store, f.led, f.reader
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = f.log
+		cfg.Logger = f.log.Logger
 	}
 	cfg.AllowPrivate = !f.denyPrivate
 	if cfg.LeaseTTL == 0 {

@@ -24,6 +24,7 @@ import (
 	"gateway/callbacks"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 	"gateway/records"
 )
@@ -43,8 +44,7 @@ func (e *env) startDispatcher(o dispatcherOptions, store *jsstore.Store, led *le
 	log *slog.Logger) (*callbacks.Dispatcher, func()) {
 	t := e.t
 	t.Helper()
-	nc, err := jsstore.ConnectInProcess(e.ns, "callbacks")
-	require.NoError(t, err)
+	nc := e.srv.Conn("callbacks")
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := callbacks.New(ctx, callbacks.Config{Conn: nc, Store: store, Ledger: led, Records: reader, AllowPrivate: true,
 		Schedule: callbacks.Schedule{20 * time.Millisecond, 40 * time.Millisecond}, LeaseTTL: time.Second,
@@ -149,20 +149,8 @@ func (r *cbReceiver) calls(tx string) []cbCall {
 // waitCalls waits until transaction tx's callback has been received n times.
 func (r *cbReceiver) waitCalls(t testing.TB, tx string, n int) []cbCall {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%d callbacks of %s", n, tx), func() bool { return len(r.calls(tx)) >= n })
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(r.calls(tx)) >= n }, "%d callbacks of %s", n, tx)
 	return r.calls(tx)
-}
-
-// waitUntil polls cond; the bound only stops a test that would hang.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 30s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // callbackPage is one page of GET /ops/v1/callbacks with token.
@@ -191,11 +179,11 @@ func findDelivery(p page[delivery], id string) (delivery, bool) {
 func (s *stack) waitDelivery(t testing.TB, query, id, status string, resends int) delivery {
 	t.Helper()
 	var d delivery
-	waitUntil(t, fmt.Sprintf("callback %s listed %s with %d resends by %q", id, status, resends, query), func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		var ok bool
 		d, ok = findDelivery(s.callbackPage(t, adminToken, query), id)
 		return ok && d.Status == status && d.Resends >= resends
-	})
+	}, "callback %s listed %s with %d resends by %q", id, status, resends, query)
 	return d
 }
 
@@ -558,7 +546,7 @@ func TestCallbacks_resendErrors(t *testing.T) {
 	rcv := newReceiver(t, 200)
 	st := s.callbackSite(t, rcv.url())
 	bare := s.callbackSite(t, "")
-	waitUntil(t, "the dispatcher is active", s.Callbacks.Active)
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
 
 	tx := s.approvedDeposit(t, st)
 	approved := rcv.waitCalls(t, tx, 1)[0].ID
@@ -608,6 +596,8 @@ func TestCallbacks_resendErrors(t *testing.T) {
 // active one; with no active dispatcher anywhere a resend answers 503.
 func TestCallbacks_otherProcess(t *testing.T) {
 	e := newEnv(t)
+	// The resend refused while no dispatcher runs.
+	e.log.ExpectErrors("status=503 code=unavailable")
 	passive := e.newStack(stackOptions{dispatcher: &dispatcherOptions{noRun: true}})
 	passive.seedBanks()
 	rcv := newReceiver(t, 200)

@@ -17,13 +17,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 
 	"gateway/callbacks"
 	"gateway/events"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 	"gateway/records"
 	"sync/atomic"
@@ -49,18 +49,20 @@ type stack struct {
 	Callbacks *callbacks.Dispatcher
 }
 
-// env is an embedded JetStream server in a temp dir.
+// env is an embedded JetStream server in a temp dir, and the log every
+// stack on it writes into: a test fails on an ERROR line it did not declare
+// (e.log.ExpectErrors).
 type env struct {
-	t  testing.TB
-	ns *server.Server
+	t   testing.TB
+	srv *testkit.Server
+	log *testkit.Log
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	return &env{t: t, ns: ns}
+	// The log first: its check then runs last, after every stack stopped.
+	log := testkit.NewLog(t, slog.LevelInfo)
+	return &env{t: t, srv: testkit.StartServer(t, jsstore.ServerConfig{}), log: log}
 }
 
 // stackOptions tweak a stack.
@@ -114,12 +116,10 @@ func (c countingStore) Read(ctx context.Context, filter string, from uint64, fn 
 func (e *env) newStack(o stackOptions) *stack {
 	t := e.t
 	t.Helper()
-	nc, err := jsstore.ConnectInProcess(e.ns, "test")
-	require.NoError(t, err)
+	nc := e.srv.Conn("test")
 	ctx := context.Background()
-	store, err := jsstore.Open(ctx, nc, jsstore.Options{})
-	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store := testkit.OpenStore(t, nc, jsstore.Options{})
+	log := e.log.Logger
 	var ls interface {
 		ledger.Store
 		records.Store
@@ -129,7 +129,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	}
 	led := ledger.New(ls, ledger.Config{Logger: log, Now: o.now})
 	require.NoError(t, led.Start(ctx))
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, testkit.WaitFor)
 	defer cancel()
 	require.NoError(t, led.WaitReady(rctx))
 	st := &stack{t: t, Ledger: led, Store: store, closeConn: nc.Close}

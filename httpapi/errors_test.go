@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"gateway/ids"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 
 	"github.com/stretchr/testify/require"
@@ -525,10 +526,10 @@ func getWithHeaders(t *testing.T, s *stack, st site, path, query string, extra m
 // appKey is known there) and catches its state up with the stream.
 func waitSite(t testing.TB, s *stack, st site) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		_, _, ok := s.Ledger.SiteByAppKey(st.AppKey)
 		return ok
-	}, 10*time.Second, 5*time.Millisecond, "site %s never reached the other stack", st.ID)
+	}, "site %s reaches the other stack", st.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, s.Ledger.Read(ctx, ids.SiteID(st.ID), ledger.Fresh, nil))
@@ -714,6 +715,8 @@ func TestRateLimited(t *testing.T) {
 // 503 unavailable and nothing is recorded.
 func TestUnavailable(t *testing.T) {
 	e := newEnv(t)
+	// Every request refused while the store cannot be reached.
+	e.log.ExpectErrors("status=503 code=unavailable")
 	s := e.newStack(stackOptions{})
 	banks := s.seedBanks()
 	st := s.newSite(nil, 1_000_000)

@@ -19,6 +19,7 @@ import (
 
 	"gateway/events"
 	"gateway/ids"
+	"gateway/internal/testkit"
 )
 
 // Ids taken from URLs become JetStream subject tokens further down, where
@@ -151,7 +152,7 @@ func newIDFixture(t testing.TB) *idFixture {
 	fx.op = s.newOperator(t, "Probe Target", "operator")
 	// A resend is forwarded to the active dispatcher, and answers 503
 	// while there is none.
-	waitUntil(t, "the dispatcher is active", s.Callbacks.Active)
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
 
 	fx.approved = s.approvedDeposit(t, fx.a)
 	fx.event = s.eventID(t, fx.a.ID, "deposit.approved.v1", fx.approved)

@@ -2,9 +2,7 @@ package httpapi_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"gateway/events/jsstore"
 	"gateway/httpapi"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 	"gateway/records"
 )
@@ -26,53 +25,43 @@ import (
 // the request deadline), and the connection never buffers a publish while
 // disconnected, so nothing reaches the stream after the 503.
 func TestUnavailableNothingRecordedAfterOutage(t *testing.T) {
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir, Listen: addr})
-	require.NoError(t, err)
-	nc, err := jsstore.Connect("nats://"+addr, "outage")
+	// The log first: its check then runs last, after the ledger closed.
+	tlog := testkit.NewLog(t, slog.LevelInfo)
+	// Every request refused while the server is down.
+	tlog.ExpectErrors("status=503 code=unavailable")
+	log := tlog.Logger
+	ns := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1"})
+	nc, err := jsstore.Connect(ns.URL(), "outage")
 	require.NoError(t, err)
 	ctx := context.Background()
-	store, err := jsstore.Open(ctx, nc, jsstore.Options{})
-	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store := testkit.OpenStore(t, nc, jsstore.Options{})
 	led := ledger.New(store, ledger.Config{Logger: log})
 	require.NoError(t, led.Start(ctx))
 	require.NoError(t, led.WaitReady(ctx))
 	srv := httptest.NewServer(nil)
 	srv.Config.Handler = httpapi.New(httpapi.Config{Ledger: led, Reader: records.NewReader(led, store, srv.URL),
 		AdminToken: adminToken, AppVersion: "test", StoreReady: store.Ping, Logger: log, RequestTimeout: 2 * time.Second})
-	var ns2 interface{ Shutdown() }
 	t.Cleanup(func() {
 		srv.Close()
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = led.Close(cctx)
 		nc.Close()
-		if ns2 != nil {
-			ns2.Shutdown()
-		}
 	})
 	s := &stack{t: t, URL: srv.URL, Ledger: led}
 	s.seedBanks()
 	st := s.newSite(nil, 0)
 
-	ns.Shutdown()
-	ns.WaitForShutdown()
+	ns.Stop()
 	requireErr(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "outage", "u1", 25000)), 503, "unavailable", "")
 	// Reads have a deadline too: they answer 503 rather than hang.
 	requireErr(t, s.get(st, "/v1/balance", ""), 503, "unavailable", "")
 
-	back, err := jsstore.RunServer(jsstore.ServerConfig{Dir: dir, Listen: addr})
-	require.NoError(t, err)
-	ns2 = back
+	ns.Restart()
 	// A later command of the site queues behind the one still in flight,
 	// so once it is answered the outcome of the first is settled.
-	require.Eventually(t, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		return s.ops("POST", "/ops/v1/sites/"+st.ID+"/adjustments", map[string]any{"amount": 1, "reason": "probe"}).HTTP == 200
-	}, 60*time.Second, 500*time.Millisecond)
+	}, "a later command of the site is applied")
 	requireErr(t, s.get(st, "/v1/transactions", "processId=outage"), 404, "not_found", "")
 }

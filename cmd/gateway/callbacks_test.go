@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"gateway/internal/testkit"
 )
 
 // hook is one callback a receiver got.
@@ -90,15 +91,6 @@ func (r *hookReceiver) count(pred func(hook) bool) int {
 	return n
 }
 
-func waitFor(t *testing.T, within time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting: %s", what)
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // siteWithHooks creates a method, a site whose callbackUrl is rcv and n
 // approved deposits; it returns the approved transaction ids.
 func siteWithHooks(t *testing.T, base string, rcv *hookReceiver, n int) []string {
@@ -144,10 +136,10 @@ func waitDelivered(t *testing.T, base string, n int) []deliveryItem {
 	var page struct {
 		Items []deliveryItem `json:"items"`
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		opsCall(t, base, "GET", "/ops/v1/callbacks?status=delivered", nil, &page)
 		return len(page.Items) == n
-	}, fmt.Sprintf("%d deliveries listed", n))
+	}, "%d deliveries listed", n)
 	return page.Items
 }
 
@@ -163,7 +155,7 @@ func TestCallbacks_deliveredByTheGateway(t *testing.T) {
 	startWith(t, addr, "--data", t.TempDir(), "--callback-allow-private")
 	base := "http://" + addr
 	txs := siteWithHooks(t, base, rcv, 2)
-	waitFor(t, 20*time.Second, func() bool { return len(rcv.hooks()) >= 2 }, "two callbacks")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) >= 2 }, "two callbacks")
 	for _, h := range rcv.hooks() {
 		assert.True(t, h.valid, "callback %s verifies", h.id)
 	}
@@ -230,7 +222,7 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 		}
 	}
 	rcv.mu.Unlock()
-	waitFor(t, 30*time.Second, func() bool { return killed.Load() != nil }, "first callback")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return killed.Load() != nil }, "first callback")
 	rcv.mu.Lock()
 	rcv.onHook = nil
 	rcv.mu.Unlock()
@@ -240,13 +232,13 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 	require.Positive(t, consumerState(t, natsAddr, auth).NumAckPending, "killed before its acknowledgement")
 
 	startDispatcher(t, natsAddr, natsFlags)
-	waitFor(t, 30*time.Second, func() bool { return rcv.count(func(h hook) bool { return h.id == id }) == 2 },
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return rcv.count(func(h hook) bool { return h.id == id }) == 2 },
 		"the unacknowledged callback delivered again with the same webhook-id")
 	for _, tx := range txs {
-		waitFor(t, 10*time.Second, func() bool { return rcv.count(func(h hook) bool { return h.tx == tx }) >= 1 },
-			"callback of "+tx)
+		testkit.Eventually(t, testkit.WaitFor, func() bool { return rcv.count(func(h hook) bool { return h.tx == tx }) >= 1 },
+			"callback of %s", tx)
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		info := consumerState(t, natsAddr, auth)
 		return info.NumAckPending == 0 && info.NumPending == 0
 	}, "every message acknowledged")
@@ -261,6 +253,6 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 	before := rcv.count(sameID)
 	opsCall(t, base, "POST", "/ops/v1/callbacks/"+items[2].EventID+"/resend", nil, &resent)
 	assert.Equal(t, 1, resent.Resends)
-	waitFor(t, 30*time.Second, func() bool { return rcv.count(sameID) == before+1 },
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return rcv.count(sameID) == before+1 },
 		"resend forwarded to the dispatcher process")
 }

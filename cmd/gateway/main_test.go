@@ -30,6 +30,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/events/jsstore"
+	"gateway/internal/testkit"
 )
 
 // TestMain lets the test binary act as the gateway in a subprocess, so the
@@ -291,24 +292,7 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func startGateway(t *testing.T, dir, addr string) (*exec.Cmd, *syncBuffer) {
+func startGateway(t *testing.T, dir, addr string) (*exec.Cmd, *testkit.Buffer) {
 	t.Helper()
 	return startWith(t, addr, "--data", dir)
 }
@@ -439,16 +423,11 @@ func TestRestartAfterKill(t *testing.T) {
 	}
 	// Kill once a good number of writes were acknowledged, while the
 	// writers are still going.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		mu.Lock()
-		n := len(acks)
-		mu.Unlock()
-		if n >= 400 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(acks) >= 400
+	}, "400 writes acknowledged before the kill")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	close(stop)
@@ -564,7 +543,12 @@ func TestSIGTERMDrains(t *testing.T) {
 			}
 		}(w)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// SIGTERM once the writers are under way.
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(answered) >= 50
+	}, "writers under way")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	err := cmd.Wait()
 	require.NoError(t, err, "gateway did not exit cleanly on SIGTERM; log:\n%s", out.String())
@@ -581,11 +565,11 @@ func TestSIGTERMDrains(t *testing.T) {
 
 // spawn runs the test binary as the gateway command with args; it is
 // killed when the test ends, and its output logged if the test failed.
-func spawn(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+func spawn(t *testing.T, args ...string) (*exec.Cmd, *testkit.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "GATEWAY_TEST_MAIN=1")
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -600,21 +584,19 @@ func spawn(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 
 // startWith runs the gateway subprocess with extra arguments and waits for
 // /readyz.
-func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffer) {
+func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *testkit.Buffer) {
 	t.Helper()
 	cmd, out := spawn(t, append([]string{"--http", addr, "--admin-token", testToken, "--log-level", "warn"}, args...)...)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	// On failure spawn's cleanup logs the gateway's output.
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		res, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return cmd, out
-			}
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "gateway not ready; log:\n%s", out.String())
-		time.Sleep(50 * time.Millisecond)
-	}
+		res.Body.Close()
+		return res.StatusCode == 200
+	}, "gateway %s ready", args[0])
+	return cmd, out
 }
 
 // TestDemoIsIdempotent starts --demo twice on one data directory: the same
@@ -629,11 +611,10 @@ func TestDemoIsIdempotent(t *testing.T) {
 		addr := freeAddr(t)
 		cmd, out := startWith(t, addr, "--demo", "--data", dir)
 		var text string
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(text, "--data '") && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+		testkit.Eventually(t, testkit.WaitFor, func() bool {
 			text = out.String()
-		}
+			return strings.Contains(text, "--data '")
+		}, "the demo request printed")
 		line := func(prefix string) string {
 			for _, l := range strings.Split(text, "\n") {
 				if f := strings.Fields(l); len(f) == 2 && f[0] == prefix {
@@ -681,15 +662,11 @@ func TestExternalNATS(t *testing.T) {
 	// The second gateway learns of the site from the stream; wait for it.
 	var e envelope
 	var err error
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		e, err = merchant(c, "POST", b2, "/v1/transactions/deposit", v.Encode())
 		require.NoError(t, err)
-		if e.Status == 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return e.Status == 200
+	}, "the second gateway accepts a deposit for the site")
 	require.Equal(t, 200, e.Status, e.Code)
 	var rec struct {
 		TransactionID string `json:"transactionId"`

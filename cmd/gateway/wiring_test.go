@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/events/jsstore"
+	"gateway/internal/testkit"
 )
 
 // TestOpenLedger_followerWaitsForTheGateway: a process that only follows
@@ -18,16 +18,9 @@ import (
 // creating it, and is wired like the gateway once the gateway has created
 // it; one that is stopped while waiting says so.
 func TestOpenLedger_followerWaitsForTheGateway(t *testing.T) {
-	ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	nc, err := jsstore.ConnectInProcess(ns, "test")
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The log first: its check then runs after the ledgers have closed.
+	log := testkit.NewLog(t, slog.LevelInfo).Logger
+	nc := testkit.StartServer(t, jsstore.ServerConfig{}).Conn("test")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
