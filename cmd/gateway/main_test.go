@@ -277,13 +277,6 @@ func TestParseProxies_ipv4Mapped(t *testing.T) {
 // testToken is the subprocesses' --admin-token: long enough to be accepted.
 const testToken = "test-admin-token-0123456789abcdefgh"
 
-// proc is a gateway subprocess.
-type proc struct {
-	cmd  *exec.Cmd
-	base string
-	log  *bytes.Buffer
-}
-
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
