@@ -54,6 +54,13 @@ func (s *Server) opsTransaction(w http.ResponseWriter, r *http.Request) {
 	}
 	site := id.Site()
 	rec, err := s.cfg.Reader.ByID(r.Context(), site, id)
+	s.writeTx(w, r, site, rec, err)
+}
+
+// writeTx answers with the record of a transaction named in the path. The
+// path names the transaction, so a site that does not exist is a
+// transaction that does not exist.
+func (s *Server) writeTx(w http.ResponseWriter, r *http.Request, site ids.SiteID, rec records.Record, err error) {
 	if err != nil {
 		if errors.Is(err, aggregates.ErrSiteNotFound) {
 			err = aggregates.ErrNotFound
@@ -91,13 +98,6 @@ func (s *Server) txAction(mk func(id ids.TxID, b actionBody) aggregates.Command)
 		}
 		site := id.Site()
 		rec, err := s.run(r, site, mk(id, b))
-		if err != nil {
-			if errors.Is(err, aggregates.ErrSiteNotFound) {
-				err = aggregates.ErrNotFound
-			}
-			s.writeErr(w, r, err)
-			return
-		}
-		s.writeData(w, r, records.OpsRecord{SiteID: site, Record: rec})
+		s.writeTx(w, r, site, rec, err)
 	}
 }

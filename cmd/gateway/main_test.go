@@ -45,12 +45,12 @@ func TestMain(m *testing.M) {
 
 func TestParseFlags(t *testing.T) {
 	dir := t.TempDir()
-	tokenFile := secretFile(t, dir, "token", "  "+testToken+"\n")
-	shortFile := secretFile(t, dir, "short", "tok\n")
-	emptyFile := secretFile(t, dir, "empty", " \n")
+	tokenFile := testkit.SecretFile(t, dir, "token", "  "+testToken+"\n")
+	shortFile := testkit.SecretFile(t, dir, "short", "tok\n")
+	emptyFile := testkit.SecretFile(t, dir, "empty", " \n")
 	seed := newSeed(t)
-	seedFile := secretFile(t, dir, "seed", seed)
-	pwFile := secretFile(t, dir, "pw", "nats-pw\n")
+	seedFile := testkit.SecretFile(t, dir, "seed", seed)
+	pwFile := testkit.SecretFile(t, dir, "pw", "nats-pw\n")
 	cases := []struct {
 		name    string
 		args    []string
@@ -130,7 +130,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			clearEnv(t, c.env)
+			testkit.SetEnv(t, gatewayEnv, c.env)
 			o, err := parseFlags(c.args, io.Discard)
 			checkParsed(t, o, err, c.wantErr, c.check)
 		})
@@ -142,26 +142,6 @@ var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEW
 	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
 	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
 	"GATEWAY_NATS_NKEY_SEED_FILE"}
-
-// clearEnv sets the variables in env and unsets the other gatewayEnv ones
-// for the test.
-func clearEnv(t *testing.T, env map[string]string) {
-	t.Helper()
-	for _, k := range gatewayEnv {
-		t.Setenv(k, env[k])
-		if _, ok := env[k]; !ok {
-			os.Unsetenv(k)
-		}
-	}
-}
-
-// secretFile writes content to a file of its own in dir.
-func secretFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-	return p
-}
 
 // newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
 // writes it.
@@ -177,7 +157,7 @@ func newSeed(t *testing.T) string {
 // TestParseFlags_helpHidesSecrets: -help prints each flag's default; a
 // token or password from the environment must not be one.
 func TestParseFlags_helpHidesSecrets(t *testing.T) {
-	clearEnv(t, map[string]string{"GATEWAY_ADMIN_TOKEN": testToken, "GATEWAY_NATS_USER": "gw", "GATEWAY_NATS_PASSWORD": "env-secret-pw"})
+	testkit.SetEnv(t, gatewayEnv, map[string]string{"GATEWAY_ADMIN_TOKEN": testToken, "GATEWAY_NATS_USER": "gw", "GATEWAY_NATS_PASSWORD": "env-secret-pw"})
 	var help bytes.Buffer
 	_, err := parseFlags([]string{"-help"}, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
@@ -189,7 +169,7 @@ func TestParseFlags_helpHidesSecrets(t *testing.T) {
 // TestRun_natsListenWithoutCredentials: the refusal is a usage error
 // (exit 2) whose message names the fix.
 func TestRun_natsListenWithoutCredentials(t *testing.T) {
-	clearEnv(t, nil)
+	testkit.SetEnv(t, gatewayEnv, nil)
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"--nats-listen", "127.0.0.1:0", "--data", t.TempDir()}, io.Discard, &stderr)
 	assert.Equal(t, 2, code)
@@ -216,8 +196,8 @@ func checkParsed[O any](t *testing.T, o O, err error, wantErr string, check func
 }
 
 func TestParseDispatcherFlags(t *testing.T) {
-	clearEnv(t, nil)
-	seedFile := secretFile(t, t.TempDir(), "seed", newSeed(t))
+	testkit.SetEnv(t, gatewayEnv, nil)
+	seedFile := testkit.SecretFile(t, t.TempDir(), "seed", newSeed(t))
 	cases := []struct {
 		name    string
 		args    []string
@@ -676,7 +656,7 @@ func TestExternalNATS(t *testing.T) {
 func natsPassword(t *testing.T) ([]string, nats.Option) {
 	t.Helper()
 	pw := base64.RawURLEncoding.EncodeToString([]byte(t.Name() + strconv.FormatInt(time.Now().UnixNano(), 10)))
-	file := secretFile(t, t.TempDir(), "nats-password", pw+"\n")
+	file := testkit.SecretFile(t, t.TempDir(), "nats-password", pw+"\n")
 	return []string{"--nats-user", "gw", "--nats-password-file", file}, nats.UserInfo("gw", pw)
 }
 
@@ -685,7 +665,7 @@ func natsPassword(t *testing.T) ([]string, nats.Option) {
 // client.
 func natsSeed(t *testing.T) ([]string, nats.Option) {
 	t.Helper()
-	file := secretFile(t, t.TempDir(), "seed.nk", newSeed(t))
+	file := testkit.SecretFile(t, t.TempDir(), "seed.nk", newSeed(t))
 	opt, err := nats.NkeyOptionFromSeed(file)
 	require.NoError(t, err)
 	return []string{"--nats-nkey-seed-file", file}, opt

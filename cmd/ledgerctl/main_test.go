@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -259,26 +258,6 @@ func TestRun_auditOnline(t *testing.T) {
 // natsEnv are the credential variables ledgerctl reads.
 var natsEnv = []string{"GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE", "GATEWAY_NATS_NKEY_SEED_FILE"}
 
-// setNatsEnv sets the credential variables in env and unsets the others for
-// the test.
-func setNatsEnv(t *testing.T, env map[string]string) {
-	t.Helper()
-	for _, k := range natsEnv {
-		t.Setenv(k, env[k])
-		if _, ok := env[k]; !ok {
-			os.Unsetenv(k)
-		}
-	}
-}
-
-// secretFile writes content to a file of its own in dir.
-func secretFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
-	return p
-}
-
 // TestRun_natsCredentials audits over --nats a server that accepts one
 // credential, the way the gateway's embedded server does with --nats-listen:
 // presented through flags, files or the environment it reads the ledger;
@@ -294,8 +273,8 @@ func TestRun_natsCredentials(t *testing.T) {
 	require.NoError(t, err)
 	otherSeed, err := other.Seed()
 	require.NoError(t, err)
-	pwFile := secretFile(t, dir, "pw", "audit-pw\n")
-	seedFile, otherFile := secretFile(t, dir, "seed", string(seed)+"\n"), secretFile(t, dir, "other", string(otherSeed)+"\n")
+	pwFile := testkit.SecretFile(t, dir, "pw", "audit-pw\n")
+	seedFile, otherFile := testkit.SecretFile(t, dir, "seed", string(seed)+"\n"), testkit.SecretFile(t, dir, "other", string(otherSeed)+"\n")
 
 	urls := map[string]string{}
 	for kind, auth := range map[string]jsstore.Auth{"password": {User: "gw", Password: "audit-pw"}, "nkey": {NkeySeed: string(seed)}} {
@@ -328,7 +307,7 @@ func TestRun_natsCredentials(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			setNatsEnv(t, c.env)
+			testkit.SetEnv(t, natsEnv, c.env)
 			code, out, errOut := ledgerctl(t, append([]string{"audit", "--quiet", "--nats", urls[c.server]}, c.args...)...)
 			assert.Equal(t, c.wantCode, code, "stdout %q stderr %q", out, errOut)
 			if c.wantCode == exitOK {
@@ -339,7 +318,7 @@ func TestRun_natsCredentials(t *testing.T) {
 	}
 
 	// --data reads offline: credentials in the environment are not used.
-	setNatsEnv(t, map[string]string{"GATEWAY_NATS_PASSWORD_FILE": filepath.Join(dir, "missing")})
+	testkit.SetEnv(t, natsEnv, map[string]string{"GATEWAY_NATS_PASSWORD_FILE": filepath.Join(dir, "missing")})
 	code, _, errOut := ledgerctl(t, "events", "--site", "s1", "--data", filepath.Join(dir, "no-ledger"))
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "no ledger stream")
@@ -358,7 +337,7 @@ func TestRun_auditAgainstGateway(t *testing.T) {
 	out, err := exec.Command("go", "build", "-o", bin, "gateway/cmd/gateway").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	natsAddr, httpAddr := freeAddr(t), freeAddr(t)
-	pwFile := secretFile(t, dir, "nats-password", "gateway-nats-pw\n")
+	pwFile := testkit.SecretFile(t, dir, "nats-password", "gateway-nats-pw\n")
 	const token = "ledgerctl-test-admin-token-0123456789"
 	gw := exec.Command(bin, "--http", httpAddr, "--data", filepath.Join(dir, "data"), "--admin-token", token,
 		"--nats-listen", natsAddr, "--nats-user", "gw", "--nats-password-file", pwFile, "--log-level", "warn")
@@ -383,7 +362,7 @@ func TestRun_auditAgainstGateway(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
 
-	setNatsEnv(t, nil)
+	testkit.SetEnv(t, natsEnv, nil)
 	args := []string{"audit", "--quiet", "--nats", "nats://" + natsAddr, "--gateway", base, "--token", token}
 	code, stdout, errOut := ledgerctl(t, append(args, "--nats-user", "gw", "--nats-password-file", pwFile)...)
 	assert.Equal(t, exitOK, code, "stdout %q stderr %q", stdout, errOut)

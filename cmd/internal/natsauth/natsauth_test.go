@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/events/jsstore"
+	"gateway/internal/testkit"
 )
 
 var envVars = []string{"GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE", "GATEWAY_NATS_NKEY_SEED_FILE"}
@@ -65,12 +66,7 @@ func TestFlags_Auth(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, k := range envVars {
-				t.Setenv(k, c.env[k])
-				if _, ok := c.env[k]; !ok {
-					os.Unsetenv(k)
-				}
-			}
+			testkit.SetEnv(t, envVars, c.env)
 			var f Flags
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
