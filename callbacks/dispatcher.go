@@ -109,6 +109,8 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Logger receives operational logs.
 	Logger *slog.Logger
+	// Metrics receives measurements (nil: none are taken).
+	Metrics Metrics
 
 	// afterAttempt, when set (tests), runs after every attempt and before
 	// its outcome is settled.
@@ -157,6 +159,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
 	}
 }
 
@@ -285,17 +290,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 }
 
-// Run runs a dispatcher until ctx ends: the whole life of a standalone
-// dispatcher process.
-func Run(ctx context.Context, cfg Config) error {
-	d, err := New(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Run(ctx)
-}
-
 // Active reports whether this process is the delivering dispatcher now.
 func (d *Dispatcher) Active() bool { return d.active.Load() != nil }
 
@@ -322,6 +316,8 @@ type term struct {
 	attemptCtx   context.Context
 	stopAttempts context.CancelFunc
 	lease        *lease
+	// cons is the term's consumer (for Backlog).
+	cons jetstream.Consumer
 
 	// startDelivered is the consumer's last delivered stream sequence when
 	// the term began; windowEnd is when every message the previous term
@@ -352,6 +348,8 @@ type held struct {
 	seq     uint64
 	reply   string
 	pending int
+	// at is when the message was stored.
+	at time.Time
 }
 
 // chain is one transaction's unsettled callbacks in stream order; only the
@@ -388,7 +386,7 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	}
 	actx, stopAttempts := context.WithCancel(context.WithoutCancel(tctx))
 	defer stopAttempts()
-	t := &term{d: d, ctx: tctx, cancel: cancel, attemptCtx: actx, stopAttempts: stopAttempts, lease: l, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
+	t := &term{d: d, ctx: tctx, cancel: cancel, attemptCtx: actx, stopAttempts: stopAttempts, lease: l, cons: cons, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
 		track: newTracker(), held: map[uint64]*held{}, chains: map[ids.TxID]*chain{}, inflight: map[string]*job{},
 		sites: map[ids.SiteID]*siteState{}, logc: make(chan *job, maxBatch), logDrain: make(chan struct{}), logDone: make(chan struct{})}
 	if info.NumAckPending > 0 {
@@ -590,7 +588,7 @@ func (t *term) dispatch(m jetstream.Msg) {
 		t.ack(reply)
 		return
 	}
-	h := &held{seq: seq, reply: reply, pending: len(jobs)}
+	h := &held{seq: seq, reply: reply, pending: len(jobs), at: md.Timestamp}
 	t.held[seq] = h
 	for _, j := range jobs {
 		j.msg = h

@@ -348,6 +348,7 @@ func (t *term) attempt(ctx context.Context, j *job, cfg *aggregates.Config) (out
 	if !o.ok && (ctx.Err() != nil || t.attemptCtx.Err() != nil) {
 		return o, false
 	}
+	t.d.cfg.Metrics.CallbackAttempted(o.ok, time.Since(now), time.Since(time.UnixMilli(j.ev.Time)))
 	return o, true
 }
 
@@ -363,6 +364,7 @@ func (t *term) park(ctx context.Context, j *job, why string) {
 	if !t.mustWrite(ctx, j) {
 		return
 	}
+	t.d.cfg.Metrics.CallbackGivenUp()
 	t.d.log.Warn("callback parked as failed", "eventId", j.id, "siteId", j.site, "transactionId", j.tx,
 		"type", j.typ, "attempts", j.rec.Attempts, "lastError", deref(j.rec.LastError))
 	t.settle(j)

@@ -260,6 +260,13 @@ var (
 	// ErrUnavailable means the store could not be reached; when returned
 	// by an append, the message was not stored.
 	ErrUnavailable = errors.New("event store unavailable")
+	// ErrOutcomeUnknown is returned by an append that was sent but not
+	// answered (a timeout, a connection or leader lost in flight): the
+	// message may or may not be stored, and may still be stored later
+	// unless something else takes its place on the subject. Only a read
+	// of the subject, or another append at the same expected sequence,
+	// settles it.
+	ErrOutcomeUnknown = errors.New("event store did not answer whether the append was stored")
 	// ErrNotFound means no such message or snapshot.
 	ErrNotFound = errors.New("not found in event store")
 )

@@ -2,11 +2,13 @@ package httpapi_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -75,20 +77,30 @@ type stackOptions struct {
 	// reads, when set, counts the reads the ledger and the read models
 	// make of the store (the follower's stream excepted).
 	reads *atomic.Int64
+	// getFails, when set, fails that many of the next reads by sequence
+	// (Get) with events.ErrUnavailable, as a stream changing leader does.
+	getFails *atomic.Int64
 	// hostedRate is httpapi.Config.HostedRateLimit.
 	hostedRate int64
 	// limiterNow is httpapi.Config.Now, the rate limiters' clock.
 	limiterNow func() time.Time
+	// metrics and metricsHandler are httpapi.Config's.
+	metrics        httpapi.Metrics
+	metricsHandler http.Handler
 }
 
-// countingStore is the real store, counting its reads.
+// countingStore is the real store, counting its reads (n) and failing
+// reads by sequence while fails is above 0.
 type countingStore struct {
 	*jsstore.Store
-	n *atomic.Int64
+	n, fails *atomic.Int64
 }
 
 func (c countingStore) Get(ctx context.Context, seq uint64) (events.Msg, error) {
 	c.n.Add(1)
+	if c.fails.Add(-1) >= 0 {
+		return events.Msg{}, fmt.Errorf("injected: %w", events.ErrUnavailable)
+	}
 	return c.Store.Get(ctx, seq)
 }
 
@@ -124,8 +136,8 @@ func (e *env) newStack(o stackOptions) *stack {
 		ledger.Store
 		records.Store
 	} = store
-	if o.reads != nil {
-		ls = countingStore{Store: store, n: o.reads}
+	if o.reads != nil || o.getFails != nil {
+		ls = countingStore{Store: store, n: cmp.Or(o.reads, new(atomic.Int64)), fails: cmp.Or(o.getFails, new(atomic.Int64))}
 	}
 	led := ledger.New(ls, ledger.Config{Logger: log, Now: o.now})
 	require.NoError(t, led.Start(ctx))
@@ -143,7 +155,8 @@ func (e *env) newStack(o stackOptions) *stack {
 		st.Callbacks, stopDispatcher = e.startDispatcher(*o.dispatcher, store, led, reader, log)
 	}
 	cfg := httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
-		AppVersion: "test", StoreReady: store.Ping, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow}
+		AppVersion: "test", StoreReady: store.Ping, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow,
+		Metrics: o.metrics, MetricsHandler: o.metricsHandler}
 	if st.Callbacks != nil {
 		// Not a nil *Dispatcher in the interface: no dispatcher, no routes.
 		cfg.Callbacks = st.Callbacks

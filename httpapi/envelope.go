@@ -36,6 +36,9 @@ type reqInfo struct {
 	start  time.Time
 	siteID ids.SiteID
 	actor  string
+	// unmatched: no route matched the path and method (the path is not a
+	// label; see observe).
+	unmatched bool
 }
 
 func info(r *http.Request) *reqInfo {
@@ -85,7 +88,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.status >= 500 {
 		lvl = slog.LevelError
 	}
-	s.log.Log(r.Context(), lvl, "request refused", "requestId", ri.id, "method", r.Method, "path", r.URL.Path,
+	s.log.Log(r.Context(), lvl, "request refused", "method", r.Method, "path", r.URL.Path,
 		"status", ae.status, "code", ae.code, "site", ri.siteID, "err", err)
 	if ae.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
@@ -100,7 +103,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, env envelope) {
 	env.ResponseTime = strconv.FormatInt(time.Since(ri.start).Milliseconds(), 10) + "ms"
 	b, err := json.Marshal(env)
 	if err != nil {
-		s.log.Error("encode response", "requestId", ri.id, "err", err)
+		s.log.ErrorContext(r.Context(), "encode response", "err", err)
 		env = envelope{Status: http.StatusInternalServerError, Code: "internal", Message: "the response could not be encoded",
 			ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
 		b, _ = json.Marshal(env)

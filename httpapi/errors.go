@@ -70,6 +70,8 @@ var errorTable = []errorRule{
 	{callbacks.ErrUnavailable, 503, "unavailable", "", msgUnavailable},
 	{callbacks.ErrInvalidFilter, 400, "invalid_request", "", "the request is invalid"},
 	{callbacks.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
+	{events.ErrOutcomeUnknown, 504, "outcome_unknown", "", "the event store did not confirm whether this request was recorded; " +
+		"repeat it with the same processId (or Idempotency-Key) to get its outcome"},
 	{events.ErrUnavailable, 503, "unavailable", "", msgUnavailable},
 	{ledger.ErrClosed, 503, "unavailable", "", msgUnavailable},
 	{context.DeadlineExceeded, 503, "unavailable", "", msgUnavailable},

@@ -63,6 +63,8 @@ func TestClassify(t *testing.T) {
 			400, "invalid_request", "status", "status must be pending, delivered or failed"},
 		{"callback cursor", callbacks.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
 		{"store unavailable", events.ErrUnavailable, 503, "unavailable", "", unavailable},
+		{"append outcome unknown, even after a deadline", fmt.Errorf("%w: %w", events.ErrOutcomeUnknown, context.DeadlineExceeded), 504, "outcome_unknown", "",
+			"the event store did not confirm whether this request was recorded; repeat it with the same processId (or Idempotency-Key) to get its outcome"},
 		{"ledger closed", ledger.ErrClosed, 503, "unavailable", "", unavailable},
 		{"deadline", context.DeadlineExceeded, 503, "unavailable", "", unavailable},
 		{"cancelled", context.Canceled, 503, "unavailable", "", unavailable},

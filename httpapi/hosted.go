@@ -127,7 +127,7 @@ func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
 		status := http.StatusNotFound
 		if !errors.Is(err, aggregates.ErrNotFound) {
 			status = http.StatusServiceUnavailable
-			s.log.Warn("hosted page", "requestId", info(r).id, "tx", id, "err", err)
+			s.log.WarnContext(r.Context(), "hosted page", "tx", id, "err", err)
 		}
 		s.hostedError(w, r, status)
 		return
@@ -141,7 +141,7 @@ func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
 	d.ExpiresUnixMs = rec.ExpiresAtMs()
 	pageHeaders(w)
 	if err := pageTmpl.Execute(w, d); err != nil {
-		s.log.Error("hosted page", "requestId", info(r).id, "tx", id, "err", err)
+		s.log.ErrorContext(r.Context(), "hosted page", "tx", id, "err", err)
 	}
 }
 
@@ -208,7 +208,7 @@ func (s *Server) hostedError(w http.ResponseWriter, r *http.Request, status int)
 	pageHeaders(w)
 	w.WriteHeader(status)
 	if err := errorTmpl.Execute(w, struct{ Lang, Dir, Title, Text string }{lang, dir(lang), t[0], t[1]}); err != nil {
-		s.log.Error("hosted error page", "requestId", info(r).id, "err", err)
+		s.log.ErrorContext(r.Context(), "hosted error page", "err", err)
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -779,4 +781,21 @@ func TestOpsActions(t *testing.T) {
 		}
 		require.Equal(t, n, s.eventCount(t, st.ID))
 	})
+}
+
+// An operator action that is stored is answered with its record even when
+// the store fails to give the record's creation event for a while (a
+// stream changing leader): never 503, which would say nothing was done.
+func TestOpsActionStoredWhileReadsFail(t *testing.T) {
+	e := newEnv(t)
+	fails := new(atomic.Int64)
+	s := e.newStack(stackOptions{getFails: fails})
+	s.seedBanks()
+	st := s.newSite(nil, 500_000)
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "rf-1", "u1", 25000)))
+	fails.Store(3)
+	approved := rec(t, s.ops("POST", "/ops/v1/deposits/"+d.TransactionID+"/approve", nil))
+	assert.Equal(t, "approved", approved.Status)
+	assert.Equal(t, d.TransactionID, approved.TransactionID)
+	assert.LessOrEqual(t, fails.Load(), int64(0), "the injected failures were met")
 }

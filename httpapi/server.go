@@ -39,7 +39,15 @@ type Config struct {
 	// Callbacks serves /ops/v1/callbacks when set (the dispatcher may run
 	// in this process or another; its state is in JetStream either way).
 	Callbacks Callbacks
-	Logger    *slog.Logger
+	// Logger receives the server's logs; every line about a request
+	// carries its requestId.
+	Logger *slog.Logger
+	// Metrics measures every request (nil: nothing is measured).
+	Metrics Metrics
+	// MetricsHandler, when set, serves GET /metrics without operator
+	// authentication: keep it off the internet (docs/metrics.md "Keeping
+	// /metrics internal").
+	MetricsHandler http.Handler
 }
 
 // Server is the HTTP surface of the gateway.
@@ -76,19 +84,27 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, limiter: newLimiter(cfg.Now)}
+	if cfg.Metrics == nil {
+		cfg.Metrics = nopMetrics{}
+	}
+	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now)}
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.recoverer, s.deadline)
+	r.Use(withRequestID, s.observe, s.recoverer, s.deadline)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		info(r).unmatched = true
 		s.writeErr(w, r, &apiError{status: 404, code: "not_found", message: "no such endpoint"})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		info(r).unmatched = true
 		s.writeErr(w, r, &apiError{status: 405, code: "method_not_allowed", message: r.Method + " is not allowed here"})
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.writeData(w, r, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", s.readyz)
+	if cfg.MetricsHandler != nil {
+		r.Method(http.MethodGet, "/metrics", cfg.MetricsHandler)
+	}
 	r.Route("/v1", s.merchantRoutes)
 	r.Route("/ops/v1", s.opsRoutes)
 	r.Get("/pay/{txId}", s.hostedPage)
@@ -134,7 +150,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic in handler", "requestId", info(r).id, "path", r.URL.Path, "panic", v)
+				s.log.ErrorContext(r.Context(), "panic in handler", "path", r.URL.Path, "panic", v)
 				s.writeErr(w, r, &apiError{status: 500, code: "internal", message: "internal error; quote the requestId"})
 			}
 		}()

@@ -12,9 +12,9 @@ import (
 )
 
 // A batch is given until the latest deadline of its callers, at most
-// maxCommitTime; when its append fails, up to resolveTime more is spent
-// finding out whether the message was stored anyway before anyone is
-// answered (see resolve).
+// maxCommitTime; when its append goes unanswered, up to SettleTime more is
+// spent finding out whether the message was stored before anyone is
+// answered (see settle).
 const maxCommitTime = 30 * time.Second
 
 // commit decides a batch against the site's state and appends the events as
@@ -60,7 +60,7 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 		}
 	}
 	w := &siteWrite{l: l, e: e, batch: batch}
-	if err := l.writer().Write(ctx, w); err != nil {
+	if err := l.write(ctx, w); err != nil {
 		// The outcome of an append, or what the subject holds, is in
 		// doubt: the next batch catches up first.
 		e.behind = true

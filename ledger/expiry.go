@@ -60,7 +60,13 @@ func (l *Ledger) RunExpiry(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if n, err := l.SweepExpired(ctx); err != nil && ctx.Err() == nil {
+		start := time.Now()
+		n, err := l.SweepExpired(ctx)
+		if ctx.Err() == nil {
+			// A sweep cut short by the stop is not a slow one.
+			l.cfg.Metrics.Swept(time.Since(start), n, err)
+		}
+		if err != nil && ctx.Err() == nil {
 			l.log.Warn("deposit expiry sweep incomplete", "expired", n, "err", err)
 		} else if n > 0 {
 			l.log.Info("deposits expired", "count", n)

@@ -42,7 +42,8 @@ type Store interface {
 type Config struct {
 	// MaxBatch caps the commands decided into one message.
 	MaxBatch int
-	// MaxRetries bounds how often a conflicting batch is re-decided.
+	// MaxRetries bounds how often a conflicting batch is re-decided
+	// (its callers' deadline bounds it too).
 	MaxRetries int
 	// SnapshotEvery is how often changed sites are snapshotted (0: never
 	// in the background; Close still snapshots).
@@ -51,6 +52,8 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives operational logs.
 	Logger *slog.Logger
+	// Metrics receives measurements (nil: none are taken).
+	Metrics Metrics
 }
 
 // Ledger is the in-memory state of all sites, the catalog and the operators,
@@ -193,13 +196,18 @@ func New(store Store, cfg Config) *Ledger {
 		cfg.MaxBatch = 256
 	}
 	if cfg.MaxRetries <= 0 {
-		cfg.MaxRetries = 16
+		// The request deadline is the bound that matters (see
+		// Writer.Write); this one only stops a runaway.
+		cfg.MaxRetries = 1000
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = nopMetrics{}
 	}
 	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[ids.SiteID]*entry{}, byAppKey: map[string]*entry{},
 		readyC:    make(chan struct{}),

@@ -15,9 +15,10 @@ import (
 )
 
 // lostAck wraps the real store: while armed, an append is stored and then
-// reported as failed with err, as when its acknowledgement is lost (err
-// ErrUnavailable) or when a retry of a stored attempt conflicts with it
-// (err ErrConflict).
+// reported as failed with err: as when its acknowledgement is lost (err
+// ErrOutcomeUnknown), or as a store that wrongly reported a refusal
+// (ErrUnavailable, ErrConflict: a retry of a stored attempt conflicting
+// with it), which the write loop's check still catches.
 type lostAck struct {
 	ledger.Store
 	armed atomic.Bool
@@ -36,7 +37,7 @@ func (s *lostAck) Append(ctx context.Context, subject string, expectLast uint64,
 // stored but not acknowledged is answered as done and applied once; it is
 // neither reported as failed nor decided and appended a second time.
 func TestLedger_lostAcknowledgementIsSettled(t *testing.T) {
-	for _, injected := range []error{events.ErrUnavailable, events.ErrConflict} {
+	for _, injected := range []error{events.ErrOutcomeUnknown, events.ErrUnavailable, events.ErrConflict} {
 		t.Run(injected.Error(), func(t *testing.T) {
 			onEachStore(t, func(t *testing.T, e *env) {
 				st := &lostAck{Store: e.store("lossy"), err: injected}

@@ -243,6 +243,8 @@ func ledgerRestartWithoutClose(t *testing.T, e *env) {
 	full := e.ledger(e.store("full"), ledger.Config{Now: clk.Now})
 	assert.Equal(t, view(t, l1, siteID), view(t, full, siteID))
 
+	// The checkpoint is where l1's follower stands: let it get there.
+	require.NoError(t, l1.CatchUp(ctx))
 	require.NoError(t, l1.Snapshot(ctx))
 	cp := checkpoint(t, st)
 	require.NotZero(t, cp)

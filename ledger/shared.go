@@ -123,7 +123,7 @@ func (s *shared[T, C, P]) execute(ctx context.Context, l *Ledger, cmd C, actor s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := &sharedWrite[T, C, P]{s: s, store: l.store, cmd: cmd, actor: actor}
-	if err := l.writer().Write(ctx, w); err != nil {
+	if err := l.write(ctx, w); err != nil {
 		return aggregates.Decision{Tx: -1}, err
 	}
 	return w.d, w.err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"gateway/aggregates"
 	"gateway/events"
@@ -153,6 +154,14 @@ func (l *Ledger) Close(ctx context.Context) error {
 			e.mu.Lock() // wait for the in-flight batch
 			e.mu.Unlock()
 		}
+	}
+	// The checkpoint is where the follower stands: let it reach this
+	// ledger's own last appends first, so the next start replays little.
+	// A store that does not answer only costs a longer replay.
+	if l.ready.Load() {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = l.CatchUp(cctx)
+		cancel()
 	}
 	err := l.Snapshot(ctx)
 	if l.cancel != nil {

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -159,4 +160,99 @@ type racer struct {
 func (r *racer) Decide(now time.Time) []events.Event {
 	r.before()
 	return r.Writable.Decide(now)
+}
+
+// unanswered wraps the real store: the first append is answered with
+// events.ErrOutcomeUnknown, after storing it or not (stored), as when the
+// stream leader is lost with the append in flight; the next nextFails
+// reads of the subject fail, as while a new leader is elected; before
+// answers, another writer may append (race).
+type unanswered struct {
+	ledger.WriteStore
+	stored    bool
+	nextFails int
+	race      func()
+	appends   int
+}
+
+func (s *unanswered) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
+	s.appends++
+	if s.appends > 1 {
+		return s.WriteStore.Append(ctx, subject, expectLast, data)
+	}
+	if s.stored {
+		if _, err := s.WriteStore.Append(ctx, subject, expectLast, data); err != nil {
+			return 0, err
+		}
+	}
+	if s.race != nil {
+		s.race()
+	}
+	return 0, fmt.Errorf("injected: %w", events.ErrOutcomeUnknown)
+}
+
+func (s *unanswered) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
+	if s.nextFails > 0 {
+		s.nextFails--
+		return events.Msg{}, fmt.Errorf("injected: %w", events.ErrUnavailable)
+	}
+	return s.WriteStore.Next(ctx, subject, seq)
+}
+
+// TestWriter_unansweredAppend: an append sent and not answered is settled
+// before anyone is told anything: found stored, stored now by sending it
+// again at the same expected sequence, or fenced out by another writer's
+// message (then decided again). Never stored twice; given up on only
+// after the settle time, as events.ErrOutcomeUnknown, never as "not
+// stored".
+func TestWriter_unansweredAppend(t *testing.T) {
+	const subject = "ledger.unanswered-test"
+	clock := func() time.Time { return epoch }
+	tests := []struct {
+		name      string
+		stored    bool
+		nextFails int
+		race      bool
+		wantErr   error
+		// messages is how many the subject holds in the end.
+		messages int
+	}{
+		{name: "stored, acknowledgement lost", stored: true, messages: 1},
+		{name: "not stored: sent again", messages: 1},
+		{name: "stored, reads fail for a while", stored: true, nextFails: 3, messages: 1},
+		{name: "not stored, reads fail for a while", nextFails: 3, messages: 1},
+		{name: "another writer took the place: decided again", race: true, messages: 2},
+		{name: "never answered", nextFails: 1 << 30, wantErr: events.ErrOutcomeUnknown},
+		{name: "stored and never answered", stored: true, nextFails: 1 << 30, wantErr: events.ErrOutcomeUnknown, messages: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := newEnv(t).store("w")
+			other := &counter{st: st, subject: subject}
+			us := &unanswered{WriteStore: st, stored: tc.stored, nextFails: tc.nextFails}
+			if tc.race {
+				us.race = func() { require.NoError(t, ledger.Writer{Store: st, Now: clock}.Write(ctx, other)) }
+			}
+			c := &counter{st: st, subject: subject}
+			w := ledger.Writer{Store: us, MaxRetries: 3, Now: clock, Settle: 300 * time.Millisecond}
+			err := w.Write(ctx, c)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				assert.NotErrorIs(t, err, events.ErrUnavailable, "an unknown outcome is not \"not stored\"")
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, 1, c.stored, "applied once")
+			}
+			last, err := st.LastFor(ctx, subject)
+			require.NoError(t, err)
+			// One message per decision stored: the other writer's,
+			// if it raced, and this writer's at most once.
+			assert.Equal(t, uint64(tc.messages), last, "messages on the subject")
+			if tc.wantErr == nil {
+				assert.Equal(t, last, c.pos.Seq, "the state is the subject's latest")
+				assert.Equal(t, int64(last), c.total, "the state holds every message once")
+			}
+		})
+	}
 }

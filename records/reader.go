@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"gateway/aggregates"
 	"gateway/events"
@@ -32,6 +33,9 @@ type State interface {
 	SiteConfig(siteID ids.SiteID) (*aggregates.Config, bool)
 	// SiteIDs lists the created sites, sorted.
 	SiteIDs() []ids.SiteID
+	// CatchUp waits until this process holds everything the stream held
+	// when it was called.
+	CatchUp(ctx context.Context) error
 	// CatchUpMiss waits, throttled, for what other processes created.
 	CatchUpMiss(ctx context.Context) error
 }
@@ -127,9 +131,10 @@ func (r *Reader) Hosted(ctx context.Context, id ids.TxID, token string) (Record,
 		return Record{}, aggregates.ErrNotFound
 	}
 	snap, known, err := r.hosted(ctx, id, key)
-	if err == nil && !known && r.state.CatchUpMiss(ctx) == nil {
-		// Created a moment ago through another gateway process.
-		snap, known, err = r.hosted(ctx, id, key)
+	if (err == nil && !known || errors.Is(err, aggregates.ErrSiteNotFound)) && r.state.CatchUpMiss(ctx) == nil {
+		// Created a moment ago through another gateway process (the
+		// site too, perhaps).
+		snap, _, err = r.hosted(ctx, id, key)
 	}
 	if err != nil {
 		if errors.Is(err, aggregates.ErrSiteNotFound) {
@@ -203,6 +208,9 @@ func (r *Reader) FromResult(ctx context.Context, siteID ids.SiteID, res Committe
 		own = res.Events
 	}
 	rec, err := r.record(ctx, snap, own)
+	if errors.Is(err, events.ErrUnavailable) {
+		rec, err = r.recordAgain(ctx, snap, own, err)
+	}
 	if err != nil {
 		return Record{}, err
 	}
@@ -210,6 +218,35 @@ func (r *Reader) FromResult(ctx context.Context, siteID ids.SiteID, res Committe
 		rec.Deposit.AlreadyPending = res.Decision.AlreadyPending
 	}
 	return rec, nil
+}
+
+// AnswerTime is how long, past the request's deadline, the record of a
+// command that is stored is read again when the store does not answer
+// (a stream changing leader takes seconds).
+const AnswerTime = 20 * time.Second
+
+// recordAgain reads the record of a stored command again until the store
+// answers. The command's outcome is settled: answering "unavailable" (503,
+// nothing recorded) would be untrue, so the read goes on past the
+// request's deadline, and only when the store still does not answer is the
+// outcome reported unknown to the caller (events.ErrOutcomeUnknown: a
+// repeat with the same processId or Idempotency-Key gets the answer).
+func (r *Reader) recordAgain(ctx context.Context, snap snapshot, own []events.Event, err error) (Record, error) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AnswerTime)
+	defer cancel()
+	pause := 50 * time.Millisecond
+	for {
+		select {
+		case <-actx.Done():
+			return Record{}, fmt.Errorf("transaction %s is stored, its record cannot be read: %w: %v", snap.id, events.ErrOutcomeUnknown, err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+		var rec Record
+		if rec, err = r.record(actx, snap, own); !errors.Is(err, events.ErrUnavailable) {
+			return rec, err
+		}
+	}
 }
 
 // record joins snap with its creation event. own, when set, holds events of
@@ -325,8 +362,13 @@ type Page[T any] struct {
 var ErrBadCursor = errors.New("invalid cursor")
 
 // List pages through transactions in creation order, site by site (sites
-// sorted by id).
+// sorted by id). It first catches up with the stream (one read of its last
+// sequence), so that a listing shows every write acknowledged anywhere
+// before it was asked for.
 func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
+	if err := r.state.CatchUp(ctx); err != nil {
+		return Page[OpsRecord]{}, err
+	}
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 100
 	}

@@ -172,7 +172,7 @@ func TestCallbacks_deliveredByTheGateway(t *testing.T) {
 // startDispatcher runs 'gateway callbacks' against the NATS at natsAddr
 // with the credential flags natsFlags.
 func startDispatcher(t *testing.T, natsAddr string, natsFlags []string) *exec.Cmd {
-	cmd, _ := spawn(t, append([]string{"callbacks", "--nats", "nats://" + natsAddr, "--callback-allow-private",
+	cmd, _ := spawn(t, append([]string{"callbacks", "--nats", "nats://" + natsAddr, "--http", freeAddr(t), "--callback-allow-private",
 		"--callback-ack-wait", "3s", "--callback-lease-ttl", "2s", "--log-level", "warn"}, natsFlags...)...)
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 	"gateway/callbacks"
 	"gateway/cmd/internal/natsauth"
 	"gateway/events/jsstore"
+	"gateway/metrics"
 )
 
 // callbackOptions are the callback flags, shared by the gateway and the
@@ -55,7 +57,8 @@ func (c *callbackOptions) check() error {
 // config is the dispatcher's configuration over the process's ledger.
 func (c *callbackOptions) config(nc *nats.Conn, ls *ledgerState, replicas int, log *slog.Logger) callbacks.Config {
 	return callbacks.Config{Conn: nc, Store: ls.store, Ledger: ls.led, Records: ls.reader, Replicas: replicas,
-		Schedule: c.retry, AllowPrivate: c.allowPrivate, AckWait: c.ackWait, LeaseTTL: c.leaseTTL, Logger: log}
+		Schedule: c.retry, AllowPrivate: c.allowPrivate, AckWait: c.ackWait, LeaseTTL: c.leaseTTL, Logger: log,
+		Metrics: ls.metrics}
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -69,11 +72,14 @@ func envDuration(name string, def time.Duration) time.Duration {
 // dispatcherOptions are the flags of 'gateway callbacks'.
 type dispatcherOptions struct {
 	nats, publicURL, logLevel string
-	natsCreds                 natsauth.Flags
-	natsAuth                  jsstore.Auth
-	debugListen               string
-	replicas                  int
-	cb                        callbackOptions
+	// http is the listener of /healthz, /readyz and /metrics.
+	http        string
+	logFormat   string
+	natsCreds   natsauth.Flags
+	natsAuth    jsstore.Auth
+	debugListen string
+	replicas    int
+	cb          callbackOptions
 }
 
 func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, error) {
@@ -89,8 +95,10 @@ func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, e
 	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of the gateways' NATS, comma-separated (required) [GATEWAY_NATS]")
 	o.natsCreds.Register(fs, "the --nats server (the gateway's own, with its --nats-listen)")
 	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "the gateways' --public-url, for hosted page links in callbacks [GATEWAY_PUBLIC_URL]")
+	fs.StringVar(&o.http, "http", env("GATEWAY_HTTP", "127.0.0.1:8081"), "listen address of /healthz, /readyz and /metrics; keep it internal [GATEWAY_HTTP]")
 	replicaFlag(fs, &o.replicas)
 	logLevelFlag(fs, &o.logLevel)
+	logFormatFlag(fs, &o.logFormat)
 	debugFlag(fs, &o.debugListen)
 	o.cb.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -101,6 +109,10 @@ func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, e
 	}
 	if o.nats == "" {
 		return o, errors.New("--nats is required: a separate dispatcher needs the gateways' NATS (the embedded one is exposed with the gateway's --nats-listen)")
+	}
+	if o.http == "" {
+		// net.Listen would take it as a random port on every interface.
+		return o, errors.New("--http is required: the address of /healthz, /readyz and /metrics, e.g. 127.0.0.1:8081")
 	}
 	var err error
 	if o.natsAuth, err = o.natsCreds.Auth(); err != nil {
@@ -120,11 +132,20 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway callbacks:", err)
 		return 2
 	}
-	log, err := newLogger(o.logLevel, stderr)
+	log, err := newLogger(o.logLevel, o.logFormat, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway callbacks:", err)
 		return 2
 	}
+	// Up (and scraped) from the start: /readyz says when it is ready.
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		log.Error("callback dispatcher stopped", "err", fmt.Errorf("listen %s: %w", o.http, err))
+		return 1
+	}
+	m := metrics.New()
+	var pr probes
+	defer serveProbes(ln, pr.handler(m), log)()
 	authOpts, err := o.natsAuth.Options()
 	if err != nil {
 		log.Error("callback dispatcher stopped", "err", err)
@@ -137,8 +158,8 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer nc.Close()
 	defer serveDebug(o.debugListen, log)()
-	log.Info("callback dispatcher starting", "nats", o.nats, "natsAuth", o.natsAuth)
-	if err := dispatch(ctx, nc, o, log); err != nil && ctx.Err() == nil {
+	log.Info("callback dispatcher starting", "nats", o.nats, "natsAuth", o.natsAuth, "http", ln.Addr().String())
+	if err := dispatch(ctx, nc, o, m, &pr, log); err != nil && ctx.Err() == nil {
 		log.Error("callback dispatcher stopped", "err", err)
 		return 1
 	}
@@ -147,17 +168,24 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 // dispatch follows the ledger the gateways write, as they do (openLedger),
-// and delivers callbacks from it until ctx ends.
-func dispatch(ctx context.Context, nc *nats.Conn, o dispatcherOptions, log *slog.Logger) error {
-	ls, err := openLedger(ctx, nc, ledgerOptions{publicURL: o.publicURL}, log)
+// and delivers callbacks from it until ctx ends. pr answers /readyz from
+// the ledger once it is open.
+func dispatch(ctx context.Context, nc *nats.Conn, o dispatcherOptions, m *metrics.Metrics, pr *probes, log *slog.Logger) error {
+	ls, err := openLedger(ctx, nc, ledgerOptions{publicURL: o.publicURL, metrics: m}, log)
 	if err != nil {
 		return err
 	}
 	defer ls.close()
+	pr.ls.Store(ls)
 	// A callback's record and its previous status come from the state: it
 	// must have caught up with the stream before the first delivery.
 	if err := ls.led.WaitReady(ctx); err != nil {
 		return err
 	}
-	return callbacks.Run(ctx, o.cb.config(nc, ls, o.replicas, log))
+	d, err := openDispatcher(ctx, o.cb.config(nc, ls, o.replicas, log), m, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Run(ctx)
 }

@@ -21,6 +21,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -28,10 +29,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"gateway/aggregates"
-	"gateway/callbacks"
 	"gateway/cmd/internal/natsauth"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
+	"gateway/metrics"
 )
 
 // version is set with -ldflags "-X main.version=…"; otherwise the build
@@ -70,6 +71,7 @@ type options struct {
 	callbacks                  bool
 	replicas                   int
 	logLevel                   string
+	logFormat                  string
 	debugListen                string
 }
 
@@ -99,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.cb.register(fs)
 	replicaFlag(fs, &o.replicas)
 	logLevelFlag(fs, &o.logLevel)
+	logFormatFlag(fs, &o.logFormat)
 	debugFlag(fs, &o.debugListen)
 	err := fs.Parse(args)
 	if err != nil {
@@ -187,15 +190,6 @@ func logLevelFlag(fs *flag.FlagSet, v *string) {
 	fs.StringVar(v, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error [GATEWAY_LOG_LEVEL]")
 }
 
-// newLogger is the process's text logger at the --log-level.
-func newLogger(level string, stderr io.Writer) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "callbacks" {
 		return runDispatcher(ctx, args[1:], stderr)
@@ -208,7 +202,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gateway:", err)
 		return 2
 	}
-	log, err := newLogger(o.logLevel, stderr)
+	log, err := newLogger(o.logLevel, o.logFormat, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "gateway:", err)
 		return 2
@@ -250,6 +244,22 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		publicURL = "http://" + ln.Addr().String()
 	}
 
+	// Listen at once: until the ledger is open the gateway answers 503
+	// (and /healthz 200), so a gateway waiting for a cluster that is
+	// forming is seen waiting, not restarting.
+	var waiting atomic.Pointer[string]
+	setWaiting := func(s string) { waiting.Store(&s) }
+	setWaiting("connecting to the event store")
+	handler := &handlerSwitch{}
+	handler.set(httpapi.Starting(appVersion(), log, func() string { return *waiting.Load() }))
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer srv.Close()
+	log.Info("gateway listening", "http", ln.Addr().String(), "publicURL", publicURL, "version", appVersion())
+
 	authOpts, err := o.natsAuth.Options()
 	if err != nil {
 		return err
@@ -281,7 +291,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	defer nc.Close()
 
-	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, snapshotEvery: time.Minute, publicURL: publicURL}, log)
+	setWaiting("waiting for the ledger stream")
+	m := metrics.New()
+	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, snapshotEvery: time.Minute, publicURL: publicURL, metrics: m}, log)
 	if err != nil {
 		return err
 	}
@@ -295,17 +307,15 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	// Every process lists deliveries and forwards resends; only one
 	// delivers at a time (see callbacks.Dispatcher).
-	disp, err := callbacks.New(ctx, o.cb.config(nc, ls, o.replicas, log))
+	setWaiting("waiting for the callback streams")
+	disp, err := openDispatcher(ctx, o.cb.config(nc, ls, o.replicas, log), m, log)
 	if err != nil {
 		closeLedger()
-		return fmt.Errorf("callback dispatcher: %w", err)
+		return err
 	}
 	defer disp.Close()
-	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
-		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Logger: log})
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	handler.set(httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
+		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Logger: log, Metrics: m, MetricsHandler: m.Handler()}))
 	defer serveDebug(o.debugListen, log)()
 	// Deposits expire at their expiresAt; the first sweep, once the state
 	// has caught up, expires those that fell due while no gateway ran.
@@ -331,10 +341,6 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 			_ = disp.Run(dctx)
 		}
 	}()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	log.Info("gateway listening", "http", ln.Addr().String(), "publicURL", publicURL, "version", appVersion())
-
 	if o.demo {
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		err := led.WaitReady(rctx)

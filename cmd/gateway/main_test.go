@@ -95,6 +95,10 @@ func TestParseFlags(t *testing.T) {
 		{name: "callbacks elsewhere by env", env: map[string]string{"GATEWAY_CALLBACKS": "false"},
 			check: func(t *testing.T, o options) { assert.False(t, o.callbacks) }},
 		{name: "ack wait too short", args: []string{"--callback-ack-wait", "1s"}, wantErr: "--callback-ack-wait"},
+		{name: "text logs by default", check: func(t *testing.T, o options) { assert.Equal(t, "text", o.logFormat) }},
+		{name: "json logs", args: []string{"--log-format", "json"}, check: func(t *testing.T, o options) { assert.Equal(t, "json", o.logFormat) }},
+		{name: "json logs by env", env: map[string]string{"GATEWAY_LOG_FORMAT": "json"},
+			check: func(t *testing.T, o options) { assert.Equal(t, "json", o.logFormat) }},
 		{name: "lease too short", args: []string{"--callback-lease-ttl", "10ms"}, wantErr: "--callback-lease-ttl"},
 
 		{name: "nats-listen needs credentials", args: []string{"--nats-listen", "127.0.0.1:4222"},
@@ -141,7 +145,7 @@ func TestParseFlags(t *testing.T) {
 var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEWAY_ADMIN_TOKEN", "GATEWAY_ADMIN_TOKEN_FILE",
 	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
 	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
-	"GATEWAY_NATS_NKEY_SEED_FILE"}
+	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL"}
 
 // newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
 // writes it.
@@ -212,7 +216,15 @@ func TestParseDispatcherFlags(t *testing.T) {
 			assert.True(t, o.cb.allowPrivate)
 			assert.Equal(t, "https://pay.example", o.publicURL)
 			assert.Equal(t, 1, o.replicas)
+			assert.Equal(t, "127.0.0.1:8081", o.http, "next to a gateway's default 8080")
+			assert.Equal(t, "text", o.logFormat)
 		}},
+		{name: "listener and json logs", args: []string{"--nats", "nats://a:4222", "--http", "10.0.0.7:9100", "--log-format", "json"},
+			check: func(t *testing.T, o dispatcherOptions) {
+				assert.Equal(t, "10.0.0.7:9100", o.http)
+				assert.Equal(t, "json", o.logFormat)
+			}},
+		{name: "no listener address", args: []string{"--nats", "nats://a:4222", "--http", ""}, wantErr: "--http is required"},
 		{name: "user and password", args: []string{"--nats", "nats://a:4222", "--nats-user", "gw", "--nats-password", "pw"},
 			check: func(t *testing.T, o dispatcherOptions) {
 				assert.Equal(t, jsstore.Auth{User: "gw", Password: "pw"}, o.natsAuth)

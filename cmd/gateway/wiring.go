@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,10 +9,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"gateway/callbacks"
-	"gateway/events"
 	"gateway/events/jsstore"
 	"gateway/httpapi"
 	"gateway/ledger"
+	"gateway/metrics"
 	"gateway/records"
 )
 
@@ -26,16 +25,27 @@ var (
 	_ httpapi.Callbacks = (*callbacks.Dispatcher)(nil)
 	_ records.State     = (*ledger.Ledger)(nil)
 	_ records.Store     = (*jsstore.Store)(nil)
+	// The measured store stands in for the store everywhere, and one
+	// registry takes every package's measurements.
+	_ ledger.Store      = (*observedStore)(nil)
+	_ callbacks.Store   = (*observedStore)(nil)
+	_ records.Store     = (*observedStore)(nil)
+	_ ledger.Metrics    = (*metrics.Metrics)(nil)
+	_ callbacks.Metrics = (*metrics.Metrics)(nil)
+	_ httpapi.Metrics   = (*metrics.Metrics)(nil)
 )
 
 // ledgerState is what a process serves from: the ledger stream, the ledger
 // following it and the record reader over both. The gateway and a
 // standalone callback dispatcher both build it with openLedger.
 type ledgerState struct {
-	store  *jsstore.Store
+	store  *observedStore
 	led    *ledger.Ledger
 	reader *records.Reader
 	log    *slog.Logger
+	// metrics is the process's registry, which the store and the ledger
+	// feed (and the dispatcher, given it).
+	metrics *metrics.Metrics
 }
 
 // ledgerOptions say how a process opens the ledger.
@@ -51,54 +61,78 @@ type ledgerOptions struct {
 	snapshotEvery time.Duration
 	// publicURL is the base of hosted page links in records.
 	publicURL string
+	// metrics is the process's registry (nil: one of its own, which
+	// nobody scrapes).
+	metrics *metrics.Metrics
 }
-
-// openTimeout bounds opening (creating or updating) the ledger stream.
-const openTimeout = 60 * time.Second
-
-// waitStreamEvery is how often a process that does not create the stream
-// looks for it again.
-const waitStreamEvery = 2 * time.Second
 
 // openLedger opens the ledger stream on nc, starts a ledger following it
 // and makes the record reader over both. The ledger catches up in the
-// background (ledger.WaitReady); close stops it.
+// background (ledger.WaitReady); close stops it. Until the event store
+// answers (a cluster forming or without a leader, a stream no gateway has
+// created yet) it waits, retrying and logging what it waits for; it fails
+// only when ctx ends.
 func openLedger(ctx context.Context, nc *nats.Conn, o ledgerOptions, log *slog.Logger) (*ledgerState, error) {
-	store, err := openStore(ctx, nc, o, log)
+	what := "open the ledger stream"
+	if !o.create {
+		what = "the ledger stream, created by a gateway"
+	}
+	var js *jsstore.Store
+	err := waitFor(ctx, log, what, createLimit, func(actx context.Context) (err error) {
+		js, err = openStore(actx, nc, o)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	led := ledger.New(store, ledger.Config{SnapshotEvery: o.snapshotEvery, Logger: log})
-	if err := led.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start ledger: %w", err)
+	if o.metrics == nil {
+		o.metrics = metrics.New()
 	}
-	return &ledgerState{store: store, led: led, reader: records.NewReader(led, store, o.publicURL), log: log}, nil
+	store := &observedStore{Store: js, m: o.metrics}
+	var led *ledger.Ledger
+	// Loading the snapshots of many sites takes longer than a create.
+	err = waitFor(ctx, log, "load the ledger", startLimit, func(actx context.Context) error {
+		led = ledger.New(store, ledger.Config{SnapshotEvery: o.snapshotEvery, Logger: log, Metrics: o.metrics})
+		if err := led.Start(actx); err != nil {
+			return fmt.Errorf("start ledger: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.metrics.FollowerLag(store.LastSeq, led.Followed)
+	return &ledgerState{store: store, led: led, reader: records.NewReader(led, store, o.publicURL), log: log, metrics: o.metrics}, nil
 }
 
+// openDispatcher makes the callback dispatcher over ls, waiting (as
+// openLedger does) until its buckets can be created or opened, and has the
+// process's metrics read its backlog. The gateway and 'gateway callbacks'
+// both open it so.
+func openDispatcher(ctx context.Context, cfg callbacks.Config, m *metrics.Metrics, log *slog.Logger) (*callbacks.Dispatcher, error) {
+	var d *callbacks.Dispatcher
+	err := waitFor(ctx, log, "the callback streams", createLimit, func(actx context.Context) (err error) {
+		d, err = callbacks.New(actx, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("callback dispatcher: %w", err)
+	}
+	observeDispatcher(m, d)
+	return d, nil
+}
+
+// startLimit bounds one attempt to load the ledger's snapshots.
+const startLimit = 2 * time.Minute
+
 // openStore opens the ledger stream: created or updated by the gateway;
-// awaited, never configured, by a process that only follows it (Open would
+// bound to, never configured, by a process that only follows it (Open would
 // rewrite the configuration, e.g. scale a replicated stream down).
-func openStore(ctx context.Context, nc *nats.Conn, o ledgerOptions, log *slog.Logger) (*jsstore.Store, error) {
+func openStore(ctx context.Context, nc *nats.Conn, o ledgerOptions) (*jsstore.Store, error) {
 	if o.create {
-		octx, cancel := context.WithTimeout(ctx, openTimeout)
-		defer cancel()
-		return jsstore.Open(octx, nc, jsstore.Options{Replicas: o.replicas})
+		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas})
 	}
-	for {
-		store, err := jsstore.OpenExisting(ctx, nc, jsstore.Options{})
-		if err == nil {
-			return store, nil
-		}
-		if !errors.Is(err, events.ErrNotFound) {
-			return nil, fmt.Errorf("open ledger: %w", err)
-		}
-		log.Info("waiting for the ledger stream to be created by a gateway", "stream", events.StreamName)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(waitStreamEvery):
-		}
-	}
+	return jsstore.OpenExisting(ctx, nc, jsstore.Options{})
 }
 
 // close stops the ledger (which snapshots what changed).

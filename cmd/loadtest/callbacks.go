@@ -377,7 +377,7 @@ func (a *api) approveAll(ctx context.Context, txs []string, c int, at func(i int
 // pendingDeposits creates n deposits spread over sites (untimed) and
 // returns their transaction ids and each one's site index.
 func pendingDeposits(ctx context.Context, base, bank string, sites []site, cfg loadConfig) ([]string, []int, error) {
-	t := loadTarget{name: "gateway", base: base, kind: "deposit", bank: bank, sites: sites, strict: true}
+	t := loadTarget{name: "gateway", bases: []string{base}, kind: "deposit", bank: bank, sites: sites, strict: true}
 	res := runLoad(ctx, t, cfg, false)
 	if ctx.Err() != nil {
 		return nil, nil, ctx.Err()
@@ -455,9 +455,15 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	var stopDispatcher func()
 	switch o.dispatcher {
 	case "standalone":
+		// Its probes and metrics on a port of its own: the default may be
+		// taken on a shared machine.
+		probeAddr, err := freeAddr()
+		if err != nil {
+			return err
+		}
 		start = time.Now()
 		p, err := startProc("dispatcher", o.gateway, append([]string{"callbacks", "--nats", "nats://" + natsAddr,
-			"--callback-allow-private"}, natsCreds...), filepath.Join(dir, "dispatcher.log"))
+			"--http", probeAddr, "--callback-allow-private"}, natsCreds...), filepath.Join(dir, "dispatcher.log"))
 		if err != nil {
 			return err
 		}

@@ -69,7 +69,18 @@ const (
 	catBalance     = "balance"
 	catLookup      = "lookup"
 	catStatusCodes = "non-200"
+	catStored503   = "503-stored"
 )
+
+// lookupCat is the failure category of lookups through gateway k of the
+// -url list: the first keeps the plain category, every other one gets its
+// own, so a gateway that cannot read another's writes shows up by name.
+func lookupCat(cat string, k int, a *api) string {
+	if k == 0 {
+		return cat
+	}
+	return cat + " via " + a.base
+}
 
 // checkRecords verifies invariants 1 and 2 on the kept 200 answers: every
 // hash matches docs/merchant-api.md "Response hash" under its site's secret, every bankId is the method's
@@ -291,45 +302,79 @@ func sampleSize(nOK int, frac float64) int {
 
 // checkLookup compares one status lookup with the answer kept at creation:
 // same transactionId and processId, integer amount and a valid hash.
-func checkLookup(f *failures, r okRec, pid string, d txData, secret string) {
+// Violations go to category cat, which names the gateway asked.
+func checkLookup(f *failures, cat string, r okRec, pid string, d txData, secret string) {
 	if d.TransactionID != r.txID {
-		f.add(catLookup, "processId %s: lookup gives transactionId %q, creation gave %q", pid, d.TransactionID, r.txID)
+		f.add(cat, "processId %s: lookup gives transactionId %q, creation gave %q", pid, d.TransactionID, r.txID)
 	}
 	if d.ProcessID != pid {
-		f.add(catLookup, "processId %s: lookup gives processId %q", pid, d.ProcessID)
+		f.add(cat, "processId %s: lookup gives processId %q", pid, d.ProcessID)
 	}
 	amt, isInt, err := parseAmount(d.Amount)
 	if err != nil || !isInt {
-		f.add(catLookup, "processId %s: lookup amount %s is not a JSON integer", pid, string(d.Amount))
+		f.add(cat, "processId %s: lookup amount %s is not a JSON integer", pid, string(d.Amount))
 		return
 	}
 	if !verifyHash(secret, d.TransactionID, d.BankID, amt, d.Hash) {
-		f.add(catLookup, "processId %s: lookup hash invalid (transactionId=%q bankId=%q amount=%d)", pid, d.TransactionID, d.BankID, amt)
+		f.add(cat, "processId %s: lookup hash invalid (transactionId=%q bankId=%q amount=%d)", pid, d.TransactionID, d.BankID, amt)
 	}
 }
 
 // checkSample performs invariant 4: a random sample of accepted requests is
-// looked up by processId and must match what creation returned.
-func checkSample(ctx context.Context, f *failures, a *api, sites []site, tag string, oks []okRec, frac float64) (int, error) {
+// looked up by processId and must match what creation returned. The same
+// sample is looked up through every gateway in as: with several gateways a
+// write acknowledged by one must be found through all (read-your-writes
+// across gateways), whichever one took it. It returns the number of
+// lookups made.
+func checkSample(ctx context.Context, f *failures, as []*api, sites []site, tag string, oks []okRec, frac float64) (int, error) {
 	k := sampleSize(len(oks), frac)
 	pick := rand.Perm(len(oks))[:k]
-	err := parallel(ctx, k, func(j int) error {
-		r := oks[pick[j]]
+	err := parallel(ctx, k*len(as), func(j int) error {
+		g := j / k
+		a, cat := as[g], lookupCat(catLookup, g, as[g])
+		r := oks[pick[j%k]]
 		pid := processID(tag, int(r.idx))
 		d, found, err := lookupByProcessID(ctx, a, sites[r.site], pid)
 		if err != nil {
 			// A failing lookup is a violation of invariant 4, not an abort.
 			if ctx.Err() == nil {
-				f.add(catLookup, "processId %s: %v", pid, err)
+				f.add(cat, "processId %s: %v", pid, err)
 			}
 			return nil
 		}
 		if !found {
-			f.add(catLookup, "processId %s: lookup answers 404 although creation answered 200", pid)
+			f.add(cat, "processId %s: lookup answers 404 although creation answered 200", pid)
 			return nil
 		}
-		checkLookup(f, r, pid, d, sites[r.site].Secret)
+		checkLookup(f, cat, r, pid, d, sites[r.site].Secret)
 		return nil
 	})
-	return k, err
+	return k * len(as), err
+}
+
+// checkRefused verifies what a 503 promises (docs/merchant-api.md "Errors":
+// nothing was recorded): every request answered 503 is looked up by its
+// processId through every gateway and must be 404. The answers do not say
+// what was stored, so one lookup per 503 is the cheapest exact check; a
+// lookup that fails counts as a failure too, since then the promise is
+// unverified. It returns the number of lookups made.
+func checkRefused(ctx context.Context, f *failures, as []*api, sites []site, tag string, refused []uint32) (int, error) {
+	n := len(refused)
+	err := parallel(ctx, n*len(as), func(j int) error {
+		g := j / n
+		a, cat := as[g], lookupCat(catStored503, g, as[g])
+		i := int(refused[j%n])
+		pid := processID(tag, i)
+		d, found, err := lookupByProcessID(ctx, a, sites[i%len(sites)], pid)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				f.add(cat, "processId %s (answered 503): lookup failed, cannot tell whether it was stored: %v", pid, err)
+			}
+		case found:
+			f.add(cat, "processId %s was answered 503 but is stored as transactionId %q", pid, d.TransactionID)
+		}
+		return nil
+	})
+	return n * len(as), err
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,13 @@ type fakeGateway struct {
 	dataDir string // when set, state is saved after every change so a restart keeps it
 	badHash bool   // fault: answer creations with a wrong hash
 	dupTx   bool   // fault: every creation gets the same transactionId
-	State   fakeState
+	// every503 > 0 answers every every503-th valid creation 503, as a
+	// gateway does during a fault; with store503 it records it anyway,
+	// which breaks the promise of a 503.
+	every503 int
+	store503 bool
+	creates  int
+	State    fakeState
 }
 
 // fakeState is the persisted part of the fake.
@@ -177,6 +184,12 @@ func (g *fakeGateway) handler() http.Handler {
 			reply(w, 200, g.record(s, tx), "", "")
 			return
 		}
+		g.creates++
+		refuse := g.every503 > 0 && g.creates%g.every503 == 0
+		if refuse && !g.store503 {
+			reply(w, 503, nil, "unavailable", "the event store cannot be reached")
+			return
+		}
 		if kind == "withdraw" {
 			if s.Balance-s.Pending-amt < 0 {
 				reply(w, 402, nil, "insufficient_site_balance", "treasury")
@@ -189,6 +202,10 @@ func (g *fakeGateway) handler() http.Handler {
 		tx := &fakeTx{TransactionID: fmt.Sprintf("T%08d", g.State.Seq), BankID: bank, ProcessID: v.Get("processId"), Type: typ, Amount: amt}
 		g.State.Txs[key] = tx
 		g.save()
+		if refuse {
+			reply(w, 503, nil, "unavailable", "the event store cannot be reached")
+			return
+		}
 		reply(w, 200, g.record(s, tx), "", "")
 	})
 	mux.HandleFunc("POST /v1/transactions/{kind}", create)
@@ -204,6 +221,78 @@ func (g *fakeGateway) handler() http.Handler {
 		reply(w, 200, g.record(s, tx), "", "")
 	}))
 	return mux
+}
+
+// fakeCluster is several gateways in front of one fakeGateway state, as two
+// gateway processes share one JetStream cluster.
+type fakeCluster struct {
+	fronts  []*frontend
+	left    atomic.Int32
+	ready   chan struct{} // closed once every frontend has seen a creation, or on giving up
+	release sync.Once
+}
+
+// frontend is one gateway of a fakeCluster, with its own URL.
+type frontend struct {
+	srv     *httptest.Server
+	creates atomic.Int64
+	first   sync.Once
+	// blind: the gateway cannot find any transaction by processId, as one
+	// whose reads miss the writes taken by its peers.
+	blind bool
+}
+
+// newFakeCluster starts n frontends over g. Every creation is held until
+// each frontend has received one, so "every gateway got traffic" follows
+// from the load's round-robin alone and never from scheduling luck: the
+// clients of a frontend that got a request first wait, holding one request
+// index each, while the others' clients are free to take the rest. If a
+// frontend never gets a request (the load test sends everything to one
+// gateway) the hold is given up once, after a while, so that bug fails the
+// test quickly instead of holding every request until the client timeout;
+// with a correct load test the hold ends by traffic and this wait decides
+// nothing.
+func newFakeCluster(t *testing.T, g *fakeGateway, n int) *fakeCluster {
+	c := &fakeCluster{ready: make(chan struct{})}
+	c.left.Store(int32(n))
+	h := g.handler()
+	for range n {
+		fe := &frontend{}
+		fe.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/transactions/"):
+				fe.creates.Add(1)
+				fe.first.Do(func() {
+					if c.left.Add(-1) == 0 {
+						c.release.Do(func() { close(c.ready) })
+					}
+				})
+				select {
+				case <-c.ready:
+				case <-time.After(3 * time.Second):
+					c.release.Do(func() { close(c.ready) })
+				case <-r.Context().Done():
+					return
+				}
+			case fe.blind && r.Method == http.MethodGet && r.URL.Path == "/v1/transactions":
+				reply(w, 404, nil, "not_found", "no such transaction")
+				return
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(fe.srv.Close)
+		c.fronts = append(c.fronts, fe)
+	}
+	return c
+}
+
+// urls is the -url value naming every frontend.
+func (c *fakeCluster) urls() string {
+	u := make([]string, len(c.fronts))
+	for k, fe := range c.fronts {
+		u[k] = fe.srv.URL
+	}
+	return strings.Join(u, ",")
 }
 
 // TestMain turns the test binary into a fake gateway process when
@@ -240,7 +329,7 @@ func TestMain(m *testing.M) {
 
 // testOptions are small-run options for the end-to-end tests.
 func testOptions(kind string) options {
-	return options{kind: kind, n: 600, c: 8, sites: 5, runs: 1, max: time.Minute, timeout: 10 * time.Second, readyTimeout: 20 * time.Second, verify: 0.5, sync: "always", quiet: true}
+	return options{kind: kind, n: 600, c: 8, sites: 5, runs: 1, max: time.Minute, timeout: 10 * time.Second, readyTimeout: 20 * time.Second, verify: 0.5, sync: "always", dispatcher: "gateway", quiet: true}
 }
 
 // TestRunAgainstFake drives the -url path at a correct fake: setup, load and
@@ -338,5 +427,102 @@ func TestRestartDetectsLostState(t *testing.T) {
 	}
 	if !bal || !look {
 		t.Fatalf("lost state not detected: %v", rr.Failures)
+	}
+}
+
+// failureWith reports whether one of the failure lines starts with prefix.
+func failureWith(lines []string, prefix string) bool {
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRunTwoGateways drives -url with two gateways of one fake cluster: the
+// clients are split over both, the report lists both with their shares, and
+// a gateway that cannot find what the other one acknowledged is reported by
+// its URL, while the first gateway's lookups stay clean.
+func TestRunTwoGateways(t *testing.T) {
+	for _, blind := range []bool{false, true} {
+		t.Run(fmt.Sprintf("second blind=%v", blind), func(t *testing.T) {
+			c := newFakeCluster(t, newFake("tok", ""), 2)
+			c.fronts[1].blind = blind
+			o := testOptions("withdraw")
+			o.url, o.adminToken = c.urls(), "tok"
+			if err := o.validate(); err != nil {
+				t.Fatal(err)
+			}
+			rr, err := runOnce(context.Background(), o, t.TempDir(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			urls := rr.Gateway.URLs
+			if len(urls) != 2 || rr.Gateway.OK != 600 {
+				t.Fatalf("report %+v", rr.Gateway)
+			}
+			for k, fe := range c.fronts {
+				if urls[k].URL != fe.srv.URL || urls[k].Requests == 0 || int64(urls[k].Requests) != fe.creates.Load() || urls[k].OK != urls[k].Requests {
+					t.Errorf("gateway %d: report %+v, fake saw %d creations", k, urls[k], fe.creates.Load())
+				}
+			}
+			if urls[0].Requests+urls[1].Requests != 600 {
+				t.Errorf("shares %+v do not add up to 600", urls)
+			}
+			second := "after load: " + catLookup + " via " + c.fronts[1].srv.URL
+			if got := failureWith(rr.Failures, second); got != blind {
+				t.Errorf("miss through the second gateway reported=%v, want %v: %v", got, blind, rr.Failures)
+			}
+			if failureWith(rr.Failures, "after load: "+catLookup+":") {
+				t.Errorf("first gateway's lookups failed: %v", rr.Failures)
+			}
+			if !blind && len(rr.Failures) != 0 {
+				t.Errorf("failures: %v", rr.Failures)
+			}
+		})
+	}
+}
+
+// TestRunRefused: with -allow-errors, 503 answers during a fault do not fail
+// the run and are counted, but a 503 whose processId was stored anyway is a
+// failure; without -allow-errors the 503s themselves fail it.
+func TestRunRefused(t *testing.T) {
+	cases := []struct {
+		name             string
+		store, allow     bool
+		want503, wantNot string // failure prefixes expected and not expected ("" for none)
+	}{
+		{"refused and not stored", false, true, "", "after load: "},
+		{"refused but stored", true, true, "after load: " + catStored503 + ":", "after load: " + catStatusCodes},
+		{"refused without -allow-errors", false, false, "after load: " + catStatusCodes, "after load: " + catStored503},
+	}
+	for _, kind := range []string{"deposit", "withdraw"} {
+		for _, c := range cases {
+			t.Run(kind+"/"+c.name, func(t *testing.T) {
+				g := newFake("tok", "")
+				g.every503, g.store503 = 50, c.store
+				srv := httptest.NewServer(g.handler())
+				defer srv.Close()
+				o := testOptions(kind)
+				o.url, o.adminToken, o.allowErrors = srv.URL, "tok", c.allow
+				if err := o.validate(); err != nil {
+					t.Fatal(err)
+				}
+				rr, err := runOnce(context.Background(), o, t.TempDir(), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rr.Gateway.Status503 != 12 || rr.Gateway.OK != 588 || rr.Gateway.OtherErrors != 0 || rr.Gateway.TransportErrors != 0 {
+					t.Errorf("counts: %+v", rr.Gateway)
+				}
+				if c.want503 != "" && !failureWith(rr.Failures, c.want503) {
+					t.Errorf("want a %q failure, got %v", c.want503, rr.Failures)
+				}
+				if failureWith(rr.Failures, c.wantNot) {
+					t.Errorf("unexpected %q failure: %v", c.wantNot, rr.Failures)
+				}
+			})
+		}
 	}
 }

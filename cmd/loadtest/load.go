@@ -18,12 +18,25 @@ import (
 
 // loadTarget says where and as whom the load is sent.
 type loadTarget struct {
-	name   string // "gateway" or "refgw", for reports and the progress bar
-	base   string
-	kind   string // "deposit" or "withdraw"
-	bank   string // bankId sent in every request (the method code)
+	name   string   // "gateway" or "refgw", for reports and the progress bar
+	bases  []string // client k sends to bases[k % len(bases)]
+	kind   string   // "deposit" or "withdraw"
+	bank   string   // bankId sent in every request (the method code)
 	sites  []site
 	strict bool // keep and validate 200 answers; false for refgw, whose answers are not contract-shaped
+	// bySite sends every request of site k to bases[k % len(bases)]
+	// whichever client sends it, as a load balancer that hashes the
+	// appKey header does: each site is then written through one gateway.
+	bySite bool
+}
+
+// baseOf is the index of the gateway request i goes to from a client of
+// gateway own.
+func (t loadTarget) baseOf(own, i int) int {
+	if t.bySite {
+		return (i % len(t.sites)) % len(t.bases)
+	}
+	return own
 }
 
 // loadConfig is the shape of the load, shared by the refgw and gateway phases
@@ -69,6 +82,9 @@ type loadResult struct {
 	stopped    bool     // -max or an interrupt ended the load before n requests
 	oks        []okRec  // only for strict targets
 	unknown    []uint32 // request indexes without a definite answer (network error or 5xx)
+	refused    []uint32 // request indexes answered 503, which promises nothing was recorded
+	okAt       []time.Duration
+	perURL     []URLStats // in the order of loadTarget.bases
 	errSamples map[int]string
 }
 
@@ -134,22 +150,31 @@ func parseAmount(raw json.RawMessage) (v int64, isInt bool, err error) {
 // worker is the private state of one client goroutine; merging at the end
 // avoids locks on the hot path.
 type worker struct {
+	url        int // index into loadTarget.bases
+	perURL     []URLStats
 	codes      map[int]int
 	sent       int
 	unknown    []uint32
+	refused    []uint32
 	errSamples map[int]string
 	lastBank   string
 }
 
 // runLoad sends cfg.n signed requests with cfg.c keep-alive clients and
 // records latency, status and the 200 answers. Request i goes to site
-// i % len(sites). The -max deadline is checked before each request rather
-// than cancelling requests in flight, so no answer is cut off half way.
+// i % len(sites); client k sends to gateway k % len(bases), so each gateway
+// gets a fixed share of the clients rather than of the requests, and a slow
+// gateway is measured as slow instead of being starved. The -max deadline is
+// checked before each request rather than cancelling requests in flight, so
+// no answer is cut off half way.
 func runLoad(ctx context.Context, t loadTarget, cfg loadConfig, showProgress bool) *loadResult {
 	tr := &http.Transport{MaxIdleConnsPerHost: cfg.c, MaxConnsPerHost: cfg.c, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: cfg.timeout}
-	endpoint := strings.TrimRight(t.base, "/") + "/v1/transactions/" + t.kind
+	endpoints := make([]string, len(t.bases))
+	for k, b := range t.bases {
+		endpoints[k] = strings.TrimRight(b, "/") + "/v1/transactions/" + t.kind
+	}
 
 	var next, done, errs atomic.Int64
 	deadline := time.Now().Add(cfg.max)
@@ -163,11 +188,14 @@ func runLoad(ctx context.Context, t loadTarget, cfg loadConfig, showProgress boo
 	}
 	// Latencies likewise: slot i belongs to request i; unsent slots stay 0.
 	lats := make([]time.Duration, cfg.n)
+	// Completion time since t0 of each 200, for the unavailability window;
+	// 0 marks a request that did not get one.
+	okAt := make([]time.Duration, cfg.n)
 	stopProgress := startProgress(t.name, cfg.n, &done, &errs, showProgress)
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for w := range workers {
-		wk := &worker{codes: map[int]int{}, errSamples: map[int]string{}}
+		wk := &worker{url: w % len(endpoints), codes: map[int]int{}, errSamples: map[int]string{}, perURL: make([]URLStats, len(endpoints))}
 		workers[w] = wk
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(deadline) {
@@ -175,9 +203,14 @@ func runLoad(ctx context.Context, t loadTarget, cfg loadConfig, showProgress boo
 				if i >= cfg.n {
 					return
 				}
-				code := wk.one(ctx, client, endpoint, t, cfg.tag, i, oks, lats)
+				u := t.baseOf(wk.url, i)
+				code := wk.one(ctx, client, endpoints[u], t, cfg.tag, i, oks, lats)
 				done.Add(1)
-				if code != http.StatusOK {
+				wk.perURL[u].Requests++
+				if code == http.StatusOK {
+					wk.perURL[u].OK++
+					okAt[i] = max(time.Since(t0), 1)
+				} else {
 					errs.Add(1)
 				}
 			}
@@ -187,10 +220,18 @@ func runLoad(ctx context.Context, t loadTarget, cfg loadConfig, showProgress boo
 	elapsed := time.Since(t0)
 	stopProgress()
 
-	res := &loadResult{codes: map[int]int{}, errSamples: map[int]string{}, elapsed: elapsed}
+	res := &loadResult{codes: map[int]int{}, errSamples: map[int]string{}, elapsed: elapsed, perURL: make([]URLStats, len(t.bases))}
+	for k, b := range t.bases {
+		res.perURL[k].URL = b
+	}
 	for _, wk := range workers {
 		res.total += wk.sent
+		for u, st := range wk.perURL {
+			res.perURL[u].Requests += st.Requests
+			res.perURL[u].OK += st.OK
+		}
 		res.unknown = append(res.unknown, wk.unknown...)
+		res.refused = append(res.refused, wk.refused...)
 		for c, v := range wk.codes {
 			res.codes[c] += v
 		}
@@ -203,6 +244,7 @@ func runLoad(ctx context.Context, t loadTarget, cfg loadConfig, showProgress boo
 	}
 	res.lats = slices.DeleteFunc(lats, func(d time.Duration) bool { return d == 0 })
 	slices.Sort(res.lats)
+	res.okAt = slices.DeleteFunc(okAt, func(d time.Duration) bool { return d == 0 })
 	res.stopped = res.total < cfg.n
 	res.oks = compact(oks)
 	return res
@@ -258,6 +300,9 @@ func (wk *worker) one(ctx context.Context, client *http.Client, endpoint string,
 			// The request may or may not have been recorded; the balance
 			// check looks these up by processId instead of guessing.
 			wk.unknown = append(wk.unknown, uint32(i))
+		}
+		if code == http.StatusServiceUnavailable {
+			wk.refused = append(wk.refused, uint32(i))
 		}
 		if _, ok := wk.errSamples[code]; !ok {
 			if err != nil {

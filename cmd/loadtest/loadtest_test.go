@@ -83,12 +83,12 @@ func TestNewLoadReport(t *testing.T) {
 func TestComputeMedians(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
 	runs := []RunReport{
-		{Gateway: &LoadReport{Throughput: 10, P99Ms: 5, RSSPeakMiB: f(100)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{0.5, 5}, RestartToReadyS: f(1)},
-		{Gateway: &LoadReport{Throughput: 30, P99Ms: 7, RSSPeakMiB: f(300)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{1.5, 7}, RestartToReadyS: f(3)},
-		{Gateway: &LoadReport{Throughput: 20, P99Ms: 6}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{1, 6}, RestartToReadyS: f(2)},
+		{Gateway: &LoadReport{Throughput: 10, P99Ms: 5, P999Ms: 9, LongestGapMs: 1, RSSPeakMiB: f(100)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{0.5, 5}, RestartToReadyS: f(1)},
+		{Gateway: &LoadReport{Throughput: 30, P99Ms: 7, P999Ms: 8, LongestGapMs: 300, RSSPeakMiB: f(300)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{1.5, 7}, RestartToReadyS: f(3)},
+		{Gateway: &LoadReport{Throughput: 20, P99Ms: 6, P999Ms: 7, LongestGapMs: 2}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{1, 6}, RestartToReadyS: f(2)},
 	}
 	m := computeMedians(runs)
-	if m.Gateway.Throughput != 20 || m.Gateway.P99Ms != 6 || m.Ratio.Throughput != 1 || m.Ratio.P99 != 6 {
+	if m.Gateway.Throughput != 20 || m.Gateway.P99Ms != 6 || m.Gateway.P999Ms != 8 || m.Gateway.LongestGapMs != 2 || m.Ratio.Throughput != 1 || m.Ratio.P99 != 6 {
 		t.Errorf("medians %+v %+v", m.Gateway, m.Ratio)
 	}
 	if m.Gateway.RSSPeakMiB != nil {
@@ -307,21 +307,21 @@ func TestCheckLookup(t *testing.T) {
 	sec := testSites[r.site].Secret
 	d := txData{TransactionID: r.txID, BankID: "B1", Amount: []byte("4000"), ProcessID: "tg-3", Hash: sign(sec, r.txID+"B1"+"4000")}
 	f := newFailures()
-	checkLookup(f, r, "tg-3", d, sec)
+	checkLookup(f, catLookup, r, "tg-3", d, sec)
 	if len(f.lines()) != 0 {
 		t.Fatalf("good lookup rejected: %v", f.lines())
 	}
 	bad := d
 	bad.TransactionID = "other"
 	f = newFailures()
-	checkLookup(f, r, "tg-3", bad, sec)
+	checkLookup(f, catLookup, r, "tg-3", bad, sec)
 	if !f.has(catLookup) {
 		t.Errorf("different transactionId not detected")
 	}
 	bad = d
 	bad.Hash = sign("wrong", r.txID+"B1"+"4000")
 	f = newFailures()
-	checkLookup(f, r, "tg-3", bad, sec)
+	checkLookup(f, catLookup, r, "tg-3", bad, sec)
 	if !f.has(catLookup) {
 		t.Errorf("bad lookup hash not detected")
 	}
@@ -395,6 +395,12 @@ func TestValidate(t *testing.T) {
 		{"-gateway", "x", "-sync", "never"},
 		{"-gateway", "x", "-c", "0"},
 		{"-gateway", "x", "-verify", "2"},
+		{"-url", "http://a:1,http://a:1/", "-admin-token", "t"},
+		{"-url", "http://a:1,", "-admin-token", "t"},
+		{"-url", "ftp://a:1", "-admin-token", "t"},
+		{"-url", "a:1", "-admin-token", "t"},
+		{"-url", "http://a:1,http://b:2,http://c:3", "-admin-token", "t", "-c", "2"},
+		{"-url", "http://a:1,http://b:2", "-admin-token", "t", "-kind", "callbacks"},
 	}
 	for _, a := range bad {
 		if _, err := parseFlags(a); err == nil {
@@ -406,6 +412,7 @@ func TestValidate(t *testing.T) {
 		{"-url", "http://y", "-admin-token", "t", "-kind", "withdraw", "-sites", "1000"},
 		{"-ref", "r", "-ref-only", "-runs", "3"},
 		{"-gateway", "x", "-ref", "r", "-restart", "-sync", "interval"},
+		{"-url", "http://127.0.0.1:18081, http://127.0.0.1:18082/", "-admin-token", "t", "-allow-errors"},
 	}
 	for _, a := range good {
 		if _, err := parseFlags(a); err != nil {
@@ -431,5 +438,79 @@ func TestCompact(t *testing.T) {
 	}
 	if len(compact(nil)) != 0 {
 		t.Errorf("nil")
+	}
+}
+
+// TestSplitURLs: spaces and trailing slashes go, order stays, so client k's
+// gateway is the k-th listed.
+func TestSplitURLs(t *testing.T) {
+	got, err := splitURLs(" http://a:1/ ,https://b:2")
+	if err != nil || len(got) != 2 || got[0] != "http://a:1" || got[1] != "https://b:2" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if got, err := splitURLs("http://a:1"); err != nil || len(got) != 1 || got[0] != "http://a:1" {
+		t.Fatalf("one URL: %q, %v", got, err)
+	}
+}
+
+// TestLongestGap computes the longest stretch without a 200 from synthetic
+// completion offsets (in ms) of a load that lasted elapsed ms.
+func TestLongestGap(t *testing.T) {
+	cases := []struct {
+		name         string
+		okAt         []int
+		elapsed      int
+		length, from int
+		edge         string
+	}{
+		{"no 200 at all", nil, 500, 500, 0, gapEdgeWhole},
+		{"between two 200s", []int{10, 20, 100, 110}, 120, 80, 20, ""},
+		{"unsorted input", []int{110, 10, 100, 20}, 120, 80, 20, ""},
+		{"start longest", []int{50, 60, 70}, 75, 50, 0, gapEdgeStart},
+		{"start only as long as an inner gap", []int{30, 40, 70}, 70, 30, 40, ""},
+		{"end longest", []int{5, 10, 15}, 100, 85, 15, gapEdgeEnd},
+		{"end only as long as an inner gap", []int{1, 11, 12}, 22, 10, 1, ""},
+		{"single 200 early", []int{40}, 50, 40, 0, gapEdgeStart},
+		{"single 200 late", []int{10}, 50, 40, 10, gapEdgeEnd},
+		{"outage in the middle", []int{1, 2, 3, 4, 1004, 1005, 1006}, 1007, 1000, 4, ""},
+		{"simultaneous 200s", []int{5, 5, 5}, 6, 5, 0, gapEdgeStart},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var okAt []time.Duration
+			for _, v := range c.okAt {
+				okAt = append(okAt, time.Duration(v)*time.Millisecond)
+			}
+			g := longestGap(okAt, time.Duration(c.elapsed)*time.Millisecond)
+			want := gap{from: time.Duration(c.from) * time.Millisecond, length: time.Duration(c.length) * time.Millisecond, edge: c.edge}
+			if g != want {
+				t.Errorf("got %+v, want %+v", g, want)
+			}
+		})
+	}
+}
+
+// TestAvailabilityReport: the error classes add up to the non-200 answers,
+// and the gap is reported with where it lies.
+func TestAvailabilityReport(t *testing.T) {
+	codes := map[int]int{200: 90, 503: 4, 504: 2, 402: 1, 500: 1, 0: 2}
+	r := newLoadReport("gateway", "deposit", 100, codes, nil, time.Second, false)
+	if r.Status503 != 4 || r.Status504 != 2 || r.OtherErrors != 2 || r.TransportErrors != 2 {
+		t.Fatalf("counts %+v", r)
+	}
+	r.setGap(gap{length: 1234567 * time.Microsecond, edge: gapEdgeStart})
+	l := r.AvailabilityLine()
+	for _, want := range []string{"longest_gap=1234.57ms", "from the start to the first 200", "503=4 504=2 other=2 transport=2"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("%q lacks %q", l, want)
+		}
+	}
+	r.setGap(gap{from: 2 * time.Second, length: time.Second})
+	if l := r.AvailabilityLine(); !strings.Contains(l, "longest_gap=1000.00ms at=2.00s 503") {
+		t.Errorf("inner gap: %q", l)
+	}
+	r.URLs = []URLStats{{URL: "http://a:1", Requests: 60, OK: 55}, {URL: "http://b:2", Requests: 40, OK: 35}}
+	if l := r.URLLine(); l != "gateway urls: http://a:1 requests=60 ok=55, http://b:2 requests=40 ok=35" {
+		t.Errorf("urls line: %q", l)
 	}
 }

@@ -11,6 +11,13 @@
 //	go run ./cmd/loadtest -gateway /tmp/gw -n 20000 -c 64
 //	go run ./cmd/loadtest -gateway /tmp/gw -kind withdraw -sites 100 -restart
 //	go run ./cmd/loadtest -url http://127.0.0.1:8080 -admin-token T -n 5000
+//	go run ./cmd/loadtest -url http://127.0.0.1:18081,http://127.0.0.1:18082 -admin-token T -kind deposit -sites 100 -n 20000 -c 64 -allow-errors
+//
+// -url may list several gateways of one cluster (same admin token), comma
+// separated: client k sends to URL k mod len, set-up and the balance checks
+// go through the first, and the lookups (sampled 200s, 503s) go through
+// every one, so a write acknowledged by one gateway must be found through
+// all of them.
 //
 // Setup goes through the operator API: one PHONE method with a random code,
 // -sites sites (created 16 at a time) and, for withdrawals, a treasury
@@ -18,15 +25,17 @@
 // processId "<tag>-<i>", its own end user and an amount of 1,000 to 50,000
 // IQD, signed with the site's secret over the exact body.
 //
-// After the load it checks: every answer is 200 (unless -allow-errors); every
-// response hash (docs/merchant-api.md "Response hash"); bankId is the method's _id; amount and processId
-// echo the request; transactionIds are unique and processIds unique per site;
+// After the load it checks: every answer is 200 (unless -allow-errors); no
+// request answered 503 is stored (503 promises nothing was recorded; a 504
+// outcome_unknown may be either); every response hash (docs/merchant-api.md
+// "Response hash"); bankId is the method's _id; amount and processId echo
+// the request; transactionIds are unique and processIds unique per site;
 // each site's GET /v1/balance (withdrawals: pending equals the accepted
 // amounts, balance equals the seed; deposits: both zero); and a -verify
 // sample of GET /v1/transactions?processId= lookups. Any violation exits with
 // status 1. -restart then kills the gateway with SIGKILL, starts it again on
 // the same data, prints restart_to_ready (process start to /readyz 200) and
-// repeats the balance and lookup checks.
+// repeats the balance, lookup and 503 checks.
 //
 // With -ref (a refgw binary, built with
 // `cd /work/shared/bench && go build -o /tmp/benchbin/ ./cmd/...`) the same
@@ -48,6 +57,13 @@
 //	go run ./cmd/loadtest -gateway /tmp/gw -kind callbacks -n 20000 -sites 20 -c 32 -runs 3
 //	go run ./cmd/loadtest -gateway /tmp/gw -kind callbacks -dispatcher standalone -n 20000 -sites 20 -c 32 -runs 3
 //
+// Besides throughput and p50/p90/p99/p999 latency, each load reports the
+// longest stretch of wall time in which no request got a 200 (from the
+// completion times of all clients; the stretch before the first or after
+// the last 200 counts only when longer than every other, and is labelled),
+// and how many answers were 503, 504, another status or no HTTP answer.
+// It is a measurement, never a reason to fail.
+//
 // Output: one human line per phase on stdout; with -json the whole report
 // follows as an indented JSON document starting on a line of its own ("{").
 // Diagnostics and the progress display go to stderr. Server data and logs
@@ -62,10 +78,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -73,6 +92,7 @@ import (
 // options are the parsed command-line flags.
 type options struct {
 	gateway, url, adminToken, data, sync, kind, ref  string
+	bySite                                           bool
 	dispatcher                                       string
 	n, c, sites, runs                                int
 	max, timeout, readyTimeout                       time.Duration
@@ -87,8 +107,9 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.StringVar(&o.gateway, "gateway", "", "path to a built gateway binary to spawn")
-	fs.StringVar(&o.url, "url", "", "base URL of an already running gateway (instead of -gateway)")
-	fs.StringVar(&o.adminToken, "admin-token", "", "operator bearer token of the -url gateway")
+	fs.BoolVar(&o.bySite, "by-site", false, "with several -url gateways: send each site's requests to one of them (site k to gateway k mod n), as a load balancer hashing the appKey header does")
+	fs.StringVar(&o.url, "url", "", "base URL of an already running gateway (instead of -gateway); a comma-separated list spreads the clients over several gateways of one cluster")
+	fs.StringVar(&o.adminToken, "admin-token", "", "operator bearer token of the -url gateway(s)")
 	fs.StringVar(&o.data, "data", "", "data directory of the spawned gateway (default: fresh temp dir; with -runs > 1 a run<k> subdirectory per run)")
 	fs.StringVar(&o.sync, "sync", "always", "--sync of the spawned gateway: always or interval (refgw gets -sync with always)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp directory (data and logs)")
@@ -107,7 +128,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.ref, "ref", "", "path to a built refgw binary to run the same deposit load against first")
 	fs.BoolVar(&o.refOnly, "ref-only", false, "run only the refgw load (needs -ref)")
 	fs.IntVar(&o.runs, "runs", 1, "repeat the whole comparison this many times and report medians")
-	fs.BoolVar(&o.allowErrors, "allow-errors", false, "do not fail the run when some requests are answered with non-200")
+	fs.BoolVar(&o.allowErrors, "allow-errors", false, "do not fail the run when some requests are answered with non-200 (the stored-exactly-once and 503-not-stored checks still run)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress display")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -149,7 +170,39 @@ func (o *options) validate() error {
 	case o.seed < 0:
 		return errors.New("-seed-balance must not be negative")
 	}
+	if o.url == "" {
+		return nil
+	}
+	urls, err := splitURLs(o.url)
+	if err != nil {
+		return err
+	}
+	if o.c < len(urls) {
+		// Otherwise some gateway would get no clients and its share of the
+		// report would be silently empty.
+		return fmt.Errorf("-c %d is less than the %d -url entries", o.c, len(urls))
+	}
 	return nil
+}
+
+// splitURLs parses the comma-separated -url list, without trailing "/"
+// so paths can be appended. A duplicate is rejected
+// because it would make the cross-gateway lookups check one gateway twice
+// while looking like a check of two.
+func splitURLs(s string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		raw := strings.TrimRight(strings.TrimSpace(part), "/")
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("-url: %q is not an http(s) base URL", part)
+		}
+		if slices.Contains(out, raw) {
+			return nil, fmt.Errorf("-url: %s is listed twice", raw)
+		}
+		out = append(out, raw)
+	}
+	return out, nil
 }
 
 // defaultSeed is a treasury large enough for every withdrawal a site will be
@@ -265,6 +318,7 @@ func runOnce(ctx context.Context, o options, work string, r int) (RunReport, err
 		}
 		rr.Ref = rep
 		fmt.Printf("run %d %s\n", r, rep.Line())
+		fmt.Printf("run %d %s\n", r, rep.AvailabilityLine())
 	}
 	if o.refOnly {
 		return rr, nil
@@ -304,9 +358,10 @@ func runRef(ctx context.Context, o options, dir string, cfg loadConfig) (*LoadRe
 	if _, err := waitReady(ctx, p, base+"/healthz", o.readyTimeout); err != nil {
 		return nil, err
 	}
-	t := loadTarget{name: "refgw", base: base, kind: "deposit", bank: "zain", sites: []site{{ID: "ref", AppKey: "ref", Secret: "refsecret"}}}
+	t := loadTarget{name: "refgw", bases: []string{base}, kind: "deposit", bank: "zain", sites: []site{{ID: "ref", AppKey: "ref", Secret: "refsecret"}}}
 	res := runLoad(ctx, t, cfg, !o.quiet)
 	rep := newLoadReport("refgw", "deposit", res.total, res.codes, res.lats, res.elapsed, res.stopped)
+	rep.setGap(longestGap(res.okAt, res.elapsed))
 	attachRSS(rep, p)
 	if ctx.Err() != nil {
 		fmt.Printf("(interrupted) %s\n", rep.Line())
@@ -365,15 +420,26 @@ func spawnGateway(ctx context.Context, o options, dir string, r int, extra ...st
 
 // runGateway sets up, loads and checks the gateway (spawned or at -url),
 // filling rr. Invariant violations go to rr.Failures; an error means the run
-// could not be carried out at all.
+// could not be carried out at all. With several -url gateways, set-up and
+// the checks of shared state (balances, unanswered requests) go through the
+// first, since all serve one cluster; the lookups of individual
+// transactions go through every one of them.
 func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfig, rr *RunReport) error {
-	base, token := o.url, o.adminToken
+	var bases []string
+	token := o.adminToken
 	var g *gatewayProc
-	if o.gateway != "" {
+	if o.gateway == "" {
 		var err error
+		if bases, err = splitURLs(o.url); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		var base string
 		if g, base, token, err = spawnGateway(ctx, o, dir, r); err != nil {
 			return err
 		}
+		bases = []string{base}
 		// The closure reads g.p at exit, so after -restart it stops the new process.
 		defer func() {
 			if err := g.p.stop(30 * time.Second); err != nil {
@@ -388,7 +454,11 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 		return err
 	}
 
-	a := newAPI(base, token)
+	apis := make([]*api, len(bases))
+	for k, b := range bases {
+		apis[k] = newAPI(b, token)
+	}
+	a := apis[0]
 	t0 := time.Now()
 	m, err := a.createMethod(ctx)
 	if err != nil {
@@ -407,20 +477,24 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 	}
 	logf("setup: method %s (_id %s), %d site(s), seed %d, in %s", m.Code, m.ID, len(sites), seed, time.Since(t0).Round(time.Millisecond))
 
-	t := loadTarget{name: "gateway", base: base, kind: o.kind, bank: m.Code, sites: sites, strict: true}
+	t := loadTarget{name: "gateway", bases: bases, kind: o.kind, bank: m.Code, sites: sites, strict: true, bySite: o.bySite}
 	res := runLoad(ctx, t, cfg, !o.quiet)
 	rep := newLoadReport("gateway", o.kind, res.total, res.codes, res.lats, res.elapsed, res.stopped)
+	rep.URLs = res.perURL
+	rep.setGap(longestGap(res.okAt, res.elapsed))
 	if g != nil {
 		attachRSS(rep, g.p)
 	}
 	rr.Gateway = rep
 	fmt.Printf("run %d %s\n", r, rep.Line())
+	fmt.Printf("run %d %s\n", r, rep.URLLine())
+	fmt.Printf("run %d %s\n", r, rep.AvailabilityLine())
 	if ctx.Err() != nil {
 		// Interrupted: the partial figures above are still worth having, but
 		// the checks would judge an incomplete run.
 		return errors.New("interrupted; checks skipped")
 	}
-	res.lats = nil // the percentiles are taken; free the memory before the checks
+	res.lats, res.okAt = nil, nil // the figures are taken; free the memory before the checks
 
 	// Invariants 1 and 2 (and the echo flags) on the kept answers.
 	f := newFailures()
@@ -437,8 +511,17 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 	if len(res.unknown) > 0 && o.kind == "withdraw" {
 		logf("%d request(s) got no definite answer; %d of them exist and count as pending", len(res.unknown), found)
 	}
-	if err := checkState(ctx, f, a, o, sites, cfg.tag, res.oks, seed, want); err != nil {
+	if err := checkState(ctx, f, apis, o, sites, cfg.tag, res.oks, seed, want); err != nil {
 		return withLog(err)
+	}
+	// Also with -allow-errors: a 503 during a fault is acceptable, a 503
+	// for something that was stored is not.
+	k, err := checkRefused(ctx, f, apis, sites, cfg.tag, res.refused)
+	if err != nil {
+		return withLog(err)
+	}
+	if len(res.refused) > 0 {
+		logf("looked up %d request(s) answered 503 (%d lookup(s)): each must be absent", len(res.refused), k)
 	}
 	rr.Failures = append(rr.Failures, prefixed("after load: ", f.lines())...)
 
@@ -447,7 +530,7 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 		if g.p, err = startProc("gateway", g.bin, g.args, g.log); err != nil {
 			return err
 		}
-		d, err := waitReady(ctx, g.p, base+"/readyz", o.readyTimeout)
+		d, err := waitReady(ctx, g.p, bases[0]+"/readyz", o.readyTimeout)
 		if err != nil {
 			return withLog(fmt.Errorf("after restart: %w", err))
 		}
@@ -455,7 +538,12 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 		rr.RestartToReadyS = &secs
 		fmt.Printf("run %d restart_to_ready=%.2fs\n", r, secs)
 		f2 := newFailures()
-		if err := checkState(ctx, f2, newAPI(base, token), o, sites, cfg.tag, res.oks, seed, want); err != nil {
+		after := []*api{newAPI(bases[0], token)}
+		if err := checkState(ctx, f2, after, o, sites, cfg.tag, res.oks, seed, want); err != nil {
+			return withLog(fmt.Errorf("after restart: %w", err))
+		}
+		// Replaying the stream must not bring back a write that was refused.
+		if _, err := checkRefused(ctx, f2, after, sites, cfg.tag, res.refused); err != nil {
 			return withLog(fmt.Errorf("after restart: %w", err))
 		}
 		rr.Failures = append(rr.Failures, prefixed("after restart: ", f2.lines())...)
@@ -468,15 +556,16 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 	return nil
 }
 
-// checkState runs invariants 3 (balances) and 4 (sampled lookups), the ones
-// that read the gateway's current state and so are repeated after a restart.
-func checkState(ctx context.Context, f *failures, a *api, o options, sites []site, tag string, oks []okRec, seed int64, want []int64) error {
-	bal, err := fetchBalances(ctx, f, a, sites)
+// checkState runs invariants 3 (balances, through the first gateway) and 4
+// (sampled lookups, through every gateway), the ones that read the
+// gateway's current state and so are repeated after a restart.
+func checkState(ctx context.Context, f *failures, as []*api, o options, sites []site, tag string, oks []okRec, seed int64, want []int64) error {
+	bal, err := fetchBalances(ctx, f, as[0], sites)
 	if err != nil {
 		return err
 	}
 	checkBalances(f, o.kind, seed, want, bal)
-	k, err := checkSample(ctx, f, a, sites, tag, oks, o.verify)
+	k, err := checkSample(ctx, f, as, sites, tag, oks, o.verify)
 	if err != nil {
 		return err
 	}

@@ -67,6 +67,78 @@ type LoadReport struct {
 	StoppedEarly bool           `json:"stoppedEarly,omitempty"`
 	RSSPeakMiB   *float64       `json:"rssPeakMiB,omitempty"`
 	RSSMiB       *float64       `json:"rssMiB,omitempty"`
+	// URLs are the gateways the clients were spread over, with each one's share.
+	URLs []URLStats `json:"urls,omitempty"`
+	// The answers that were not 200, by what they tell a merchant: 503 means
+	// nothing was recorded, 504 that it may have been, other is every other
+	// status (4xx, 500, ...), transport is no HTTP answer at all.
+	Status503       int `json:"status503"`
+	Status504       int `json:"status504"`
+	OtherErrors     int `json:"otherErrors"`
+	TransportErrors int `json:"transportErrors"`
+	// LongestGapMs is the longest stretch of the run without a 200 answer,
+	// starting LongestGapFromMs after the load began; LongestGapEdge says
+	// when it is not between two 200s (see gapEdge*). A measurement only:
+	// nothing fails on it.
+	LongestGapMs     float64 `json:"longestGapMs"`
+	LongestGapFromMs float64 `json:"longestGapFromMs"`
+	LongestGapEdge   string  `json:"longestGapEdge,omitempty"`
+}
+
+// URLStats is one gateway's share of the load.
+type URLStats struct {
+	URL      string `json:"url"`
+	Requests int    `json:"requests"`
+	OK       int    `json:"ok"`
+}
+
+// Values of LoadReport.LongestGapEdge.
+const (
+	gapEdgeStart = "start" // from the start of the load to the first 200
+	gapEdgeEnd   = "end"   // from the last 200 to the end of the load
+	gapEdgeWhole = "whole" // no 200 at all
+)
+
+// gap is a stretch of the run without a 200 answer, as offsets from its start.
+type gap struct {
+	from, length time.Duration
+	edge         string // "" between two 200s, else one of gapEdge*
+}
+
+// longestGap finds the longest stretch without a 200 in a load that lasted
+// elapsed, given the completion offsets of its 200 answers (any order; the
+// slice is sorted in place). The stretches before the first and after the
+// last 200 are candidates too, but win only when strictly longer than every
+// stretch between two 200s: the first includes the first request's own
+// latency (connection set-up, a cold gateway), and both are cut short by
+// the arbitrary start and end of the load, so an inner gap that equals them
+// is the better-founded figure.
+func longestGap(okAt []time.Duration, elapsed time.Duration) gap {
+	if len(okAt) == 0 {
+		return gap{length: elapsed, edge: gapEdgeWhole}
+	}
+	slices.Sort(okAt)
+	var g gap
+	for k := 1; k < len(okAt); k++ {
+		if d := okAt[k] - okAt[k-1]; d > g.length {
+			g = gap{from: okAt[k-1], length: d}
+		}
+	}
+	if okAt[0] > g.length {
+		g = gap{length: okAt[0], edge: gapEdgeStart}
+	}
+	last := okAt[len(okAt)-1]
+	if d := elapsed - last; d > g.length {
+		g = gap{from: last, length: d, edge: gapEdgeEnd}
+	}
+	return g
+}
+
+// setGap records g in the report.
+func (r *LoadReport) setGap(g gap) {
+	r.LongestGapMs = ms(g.length)
+	r.LongestGapFromMs = ms(g.from)
+	r.LongestGapEdge = g.edge
 }
 
 // newLoadReport summarises a finished load. lats must be sorted ascending.
@@ -77,6 +149,8 @@ func newLoadReport(target, kind string, total int, codes map[int]int, lats []tim
 	for c, v := range codes {
 		r.Codes[codeLabel(c)] = v
 	}
+	r.Status503, r.Status504, r.TransportErrors = codes[503], codes[504], codes[0]
+	r.OtherErrors = total - r.OK - r.Status503 - r.Status504 - r.TransportErrors
 	r.ElapsedS = round2(elapsed.Seconds())
 	if elapsed > 0 {
 		r.Throughput = round2(float64(r.OK) / elapsed.Seconds())
@@ -115,6 +189,30 @@ func (r *LoadReport) Line() string {
 		b.WriteString(" (stopped by -max)")
 	}
 	return b.String()
+}
+
+// AvailabilityLine renders the unavailability figures as a second human line.
+func (r *LoadReport) AvailabilityLine() string {
+	var where string
+	switch r.LongestGapEdge {
+	case gapEdgeStart:
+		where = " (from the start to the first 200)"
+	case gapEdgeEnd:
+		where = " (from the last 200 to the end)"
+	case gapEdgeWhole:
+		where = " (no 200 at all)"
+	}
+	return fmt.Sprintf("%s availability: longest_gap=%.2fms at=%.2fs%s 503=%d 504=%d other=%d transport=%d",
+		r.Target, r.LongestGapMs, r.LongestGapFromMs/1000, where, r.Status503, r.Status504, r.OtherErrors, r.TransportErrors)
+}
+
+// URLLine lists the gateways that got the load and each one's share.
+func (r *LoadReport) URLLine() string {
+	parts := make([]string, len(r.URLs))
+	for k, u := range r.URLs {
+		parts[k] = fmt.Sprintf("%s requests=%d ok=%d", u.URL, u.Requests, u.OK)
+	}
+	return r.Target + " urls: " + strings.Join(parts, ", ")
 }
 
 // formatCodes prints status counts in a stable order so runs diff cleanly.
@@ -173,6 +271,7 @@ type Figures struct {
 	P99Ms           float64  `json:"p99Ms"`
 	P999Ms          float64  `json:"p999Ms"`
 	MaxMs           float64  `json:"maxMs"`
+	LongestGapMs    float64  `json:"longestGapMs"`
 	RSSPeakMiB      *float64 `json:"rssPeakMiB,omitempty"`
 	RSSMiB          *float64 `json:"rssMiB,omitempty"`
 	RestartToReadyS *float64 `json:"restartToReadySeconds,omitempty"`
@@ -222,14 +321,15 @@ func medianFigures(rs []*LoadReport, restart []float64) *Figures {
 		return &m
 	}
 	f := &Figures{
-		Throughput: pick(func(r *LoadReport) float64 { return r.Throughput }),
-		P50Ms:      pick(func(r *LoadReport) float64 { return r.P50Ms }),
-		P90Ms:      pick(func(r *LoadReport) float64 { return r.P90Ms }),
-		P99Ms:      pick(func(r *LoadReport) float64 { return r.P99Ms }),
-		P999Ms:     pick(func(r *LoadReport) float64 { return r.P999Ms }),
-		MaxMs:      pick(func(r *LoadReport) float64 { return r.MaxMs }),
-		RSSPeakMiB: optional(func(r *LoadReport) *float64 { return r.RSSPeakMiB }),
-		RSSMiB:     optional(func(r *LoadReport) *float64 { return r.RSSMiB }),
+		Throughput:   pick(func(r *LoadReport) float64 { return r.Throughput }),
+		P50Ms:        pick(func(r *LoadReport) float64 { return r.P50Ms }),
+		P90Ms:        pick(func(r *LoadReport) float64 { return r.P90Ms }),
+		P99Ms:        pick(func(r *LoadReport) float64 { return r.P99Ms }),
+		P999Ms:       pick(func(r *LoadReport) float64 { return r.P999Ms }),
+		MaxMs:        pick(func(r *LoadReport) float64 { return r.MaxMs }),
+		LongestGapMs: pick(func(r *LoadReport) float64 { return r.LongestGapMs }),
+		RSSPeakMiB:   optional(func(r *LoadReport) *float64 { return r.RSSPeakMiB }),
+		RSSMiB:       optional(func(r *LoadReport) *float64 { return r.RSSMiB }),
 	}
 	if len(restart) == len(rs) {
 		m := round2(median(restart))
@@ -274,8 +374,8 @@ func computeMedians(runs []RunReport) *Medians {
 // Line renders a median figure set as one human line.
 func (f *Figures) Line(label string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "median %s: throughput=%.2f/s p50=%.2fms p90=%.2fms p99=%.2fms p999=%.2fms max=%.2fms",
-		label, f.Throughput, f.P50Ms, f.P90Ms, f.P99Ms, f.P999Ms, f.MaxMs)
+	fmt.Fprintf(&b, "median %s: throughput=%.2f/s p50=%.2fms p90=%.2fms p99=%.2fms p999=%.2fms max=%.2fms longest_gap=%.2fms",
+		label, f.Throughput, f.P50Ms, f.P90Ms, f.P99Ms, f.P999Ms, f.MaxMs, f.LongestGapMs)
 	if f.RSSPeakMiB != nil {
 		fmt.Fprintf(&b, " rss_peak=%.2fMiB", *f.RSSPeakMiB)
 	}

@@ -95,7 +95,8 @@ func Dial(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
 }
 
 // Connect connects to an external server or cluster (comma-separated URLs)
-// and keeps reconnecting for ever: the gateway answers 503 meanwhile.
+// and keeps reconnecting for ever: the gateway answers 503 meanwhile. A
+// connection that stops answering pings is given up within about 6 s.
 //
 // Publishes are never buffered while disconnected (ReconnectBufSize -1): a
 // buffered append would reach the stream after its caller was told it
@@ -105,7 +106,11 @@ func Dial(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
 // configuration to fix, not an outage to wait out.
 func Connect(urls, name string, opts ...nats.Option) (*nats.Conn, error) {
 	opts = append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(-1)}, opts...)
+		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(-1),
+		// A server cut off the network answers nothing and closes
+		// nothing: only missed pings tell, and then the client moves
+		// to another server of the cluster (2 minutes by default).
+		nats.PingInterval(2 * time.Second), nats.MaxPingsOutstanding(2)}, opts...)
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil && !errors.Is(err, nats.ErrAuthorization) {
 		// No server answering yet: keep trying in the background.

@@ -65,7 +65,14 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		MaxAge:      0,
 		DenyDelete:  true,
 		DenyPurge:   true,
-		AllowDirect: true,
+		// Direct gets on a replicated stream may be answered by a replica
+		// that has not applied the latest acknowledged message: a lookup
+		// right after a write through another gateway would miss it. So
+		// there every read goes to the stream leader, which acknowledges
+		// only what it has applied (docs/ARCHITECTURE.md,
+		// "On a replicated cluster"); a single replica is its own leader, and
+		// its direct gets skip the API's JSON.
+		AllowDirect: o.Replicas == 1,
 		// Appends carry no message ids (the expected sequence is what
 		// makes them safe), so the duplicate window holds nothing.
 		Duplicates: time.Minute,
@@ -89,19 +96,27 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 
 // Append stores data on subject only if the subject's last message is still
 // expectLast (0: the subject must be empty). It returns the new message's
-// stream sequence. A publish whose outcome is unknown (timeout) is retried;
-// if the first attempt was stored after all, the retry fails the
-// expected-sequence check and Append reports events.ErrConflict, so a caller
-// that sees a conflict must look at the subject to tell its own message from
-// another writer's (JetStream checks the expected sequence before message-id
-// deduplication, so ids would not settle it).
+// stream sequence. It tells three failures apart: events.ErrConflict (the
+// stream refused it: the subject moved on, or another append on it is in
+// flight), events.ErrUnavailable (it was never delivered to the stream, or
+// the stream refused it for another reason: not stored), and
+// events.ErrOutcomeUnknown (sent, and not answered: maybe stored). Only
+// deliveries that certainly did not happen are retried here; an unknown
+// outcome is the caller's to settle, because a retry that conflicts could
+// be conflicting with the first attempt itself (JetStream checks the
+// expected sequence before message-id deduplication, so ids would not
+// settle it either).
 func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
-	var lastErr error
-	for attempt := 0; attempt < 4; attempt++ {
+	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, err)
 		}
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if s.nc.IsClosed() {
+			// Not sent; once sent, a closed connection is an unknown
+			// outcome (see appendOutcome).
+			return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, nats.ErrConnectionClosed)
+		}
+		actx, cancel := context.WithTimeout(ctx, publishTimeout)
 		ack, err := s.js.Publish(actx, subject, data,
 			jetstream.WithExpectLastSequencePerSubject(expectLast),
 			jetstream.WithExpectStream(s.name))
@@ -109,23 +124,60 @@ func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, d
 		if err == nil {
 			return ack.Sequence, nil
 		}
-		if isConflict(err) {
-			return 0, fmt.Errorf("append %s at %d: %w", subject, expectLast, events.ErrConflict)
+		if notSent(err) && attempt < 3 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+			}
+			continue
 		}
-		lastErr = err
-		if !retryable(err) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
-		}
+		return 0, fmt.Errorf("append %s at %d: %w: %v", subject, expectLast, appendOutcome(err), err)
 	}
-	return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, lastErr)
+}
+
+// appendOutcome is what a failed publish says of the message: refused
+// because the subject moved (events.ErrConflict), maybe stored
+// (events.ErrOutcomeUnknown: no answer in time, an answer that could not
+// be read, a connection lost while waiting), or not stored
+// (events.ErrUnavailable: it reached no stream, or the stream refused it
+// for another reason, or the client would not send it).
+func appendOutcome(err error) error {
+	switch {
+	case isConflict(err):
+		return events.ErrConflict
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrInvalidJSAck) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrDisconnected):
+		return events.ErrOutcomeUnknown
+	}
+	return events.ErrUnavailable
+}
+
+// publishTimeout bounds waiting for one append's acknowledgement. A
+// replicated stream answers in milliseconds; one that lost its leader does
+// not answer at all until a new one is elected (seconds), which the
+// caller's settling covers.
+const publishTimeout = 5 * time.Second
+
+// callTimeout bounds one request to the stream (a read, stream info). A
+// request sent while the stream changes leader can go unanswered: the
+// caller is told at once and tries again on its own schedule, instead of
+// waiting out a long deadline for an answer that will never come.
+const callTimeout = 2 * time.Second
+
+// call bounds ctx for one request (see callTimeout).
+func call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, callTimeout)
 }
 
 // Get reads the message at seq.
 func (s *Store) Get(ctx context.Context, seq uint64) (events.Msg, error) {
+	if seq == 0 {
+		// JetStream calls it a bad request; no message has it.
+		return events.Msg{}, fmt.Errorf("get 0: %w: sequences start at 1", events.ErrUnavailable)
+	}
+	ctx, cancel := call(ctx)
+	defer cancel()
 	m, err := s.stream.GetMsg(ctx, seq)
 	if err != nil {
 		return events.Msg{}, fmt.Errorf("get %d: %w", seq, mapErr(err))
@@ -135,6 +187,8 @@ func (s *Store) Get(ctx context.Context, seq uint64) (events.Msg, error) {
 
 // Next reads the first message of subject at or after seq.
 func (s *Store) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
+	ctx, cancel := call(ctx)
+	defer cancel()
 	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 	if err != nil {
 		return events.Msg{}, fmt.Errorf("next %s from %d: %w", subject, seq, mapErr(err))
@@ -144,6 +198,8 @@ func (s *Store) Next(ctx context.Context, subject string, seq uint64) (events.Ms
 
 // LastSeq returns the stream's last sequence (0 when empty).
 func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := call(ctx)
+	defer cancel()
 	info, err := s.stream.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("stream info: %w", mapErr(err))
@@ -153,6 +209,8 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 
 // LastFor returns the sequence of subject's last message (0 when none).
 func (s *Store) LastFor(ctx context.Context, subject string) (uint64, error) {
+	ctx, cancel := call(ctx)
+	defer cancel()
 	m, err := s.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
@@ -255,15 +313,28 @@ func (s *Store) ordered(ctx context.Context, filter string, from uint64) (jetstr
 	if from == 0 {
 		from = 1
 	}
-	cons, err := s.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    from,
-	})
-	if err != nil {
-		return nil, mapErr(err)
 	}
-	return cons, nil
+	// A server whose JetStream is still rejoining the cluster (a node
+	// back from a restart or a partition) has no API responders for a
+	// moment: that request reached nobody, and is sent again.
+	for attempt := 0; ; attempt++ {
+		cons, err := s.stream.OrderedConsumer(ctx, cfg)
+		if err == nil {
+			return cons, nil
+		}
+		if !errors.Is(err, nats.ErrNoResponders) || attempt >= 5 {
+			return nil, mapErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, mapErr(err)
+		case <-time.After(time.Duration(200<<attempt) * time.Millisecond):
+		}
+	}
 }
 
 // Follow delivers every message matching filter from sequence from onwards,
@@ -373,21 +444,21 @@ func isConflict(err error) bool {
 	return false
 }
 
-// retryable reports errors after which the publish may or may not have been
-// stored: only a retry with the same message id is safe then.
-func retryable(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, nats.ErrConnectionReconnecting)
+// notSent reports errors that say the message reached no stream: no
+// server had interest in the subject, or the connection could not send.
+// Such an append is tried again.
+func notSent(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 
+// mapErr maps a store error to the events package's: no such message is
+// events.ErrNotFound; anything else, a refusal of the stream included (no
+// leader, not ready, offline), is events.ErrUnavailable. The original
+// error stays in the chain for errors.Is.
 func mapErr(err error) error {
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return fmt.Errorf("%w: %v", events.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", events.ErrNotFound, err)
 	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", events.ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", events.ErrUnavailable, err)
 }

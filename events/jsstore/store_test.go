@@ -134,3 +134,59 @@ func TestStore_survivesRestart(t *testing.T) {
 
 // siteSubject is a site's subject, as events.SiteSubject makes it.
 func siteSubject(id string) string { return events.SitePrefix + id }
+
+// clusterStores opens the ledger stream with three replicas on a test
+// cluster, and a store on each node's connection, as gateways connected to
+// different servers: the first is the one connected to the stream leader.
+func clusterStores(t *testing.T) (*testkit.Cluster, []*jsstore.Store) {
+	t.Helper()
+	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
+	c.WaitReady()
+	testkit.OpenStore(t, c.Nodes[0].Conn("open"), jsstore.Options{Replicas: 3})
+	leader := c.StreamLeader()
+	stores := []*jsstore.Store{testkit.OpenStore(t, leader.Conn("leader"), jsstore.Options{Replicas: 3})}
+	for _, n := range c.Nodes {
+		if n != leader {
+			stores = append(stores, testkit.OpenStore(t, n.Conn("follower-"+n.Name), jsstore.Options{Replicas: 3}))
+		}
+	}
+	return c, stores
+}
+
+// A read that starts after an append was acknowledged sees it, whichever
+// server the reader is connected to: replicas that have not applied the
+// message yet must not answer (docs/ARCHITECTURE.md, "On a replicated
+// cluster").
+func TestStore_clusterReadYourWrites(t *testing.T) {
+	ctx := context.Background()
+	_, stores := clusterStores(t)
+	writer := stores[0]
+	// A loaded machine delays the followers' applying, which is when a
+	// follower that answers reads gives stale answers.
+	testkit.Busy(t, 4)
+	var last uint64
+	misses := map[string]int{}
+	for i := range 500 {
+		subj := siteSubject(fmt.Sprint("ryw", i%5))
+		prev, err := writer.LastFor(ctx, subj)
+		require.NoError(t, err)
+		seq, err := writer.Append(ctx, subj, prev, []byte(fmt.Sprint(i)))
+		require.NoError(t, err)
+		last = seq
+		for _, r := range stores[1:] {
+			if got, err := r.LastFor(ctx, subj); err != nil || got != seq {
+				misses["LastFor"]++
+			}
+			if m, err := r.Next(ctx, subj, prev+1); err != nil || m.Seq != seq {
+				misses["Next"]++
+			}
+			if m, err := r.Get(ctx, seq); err != nil || m.Seq != seq {
+				misses["Get"]++
+			}
+			if got, err := r.LastSeq(ctx); err != nil || got < seq {
+				misses["LastSeq"]++
+			}
+		}
+	}
+	assert.Empty(t, misses, "reads through followers that missed an acknowledged append (of %d)", last)
+}

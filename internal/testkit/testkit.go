@@ -13,8 +13,11 @@ package testkit
 
 import (
 	"fmt"
+	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // WaitFor is how long a polled condition may take by default before the
@@ -38,5 +41,22 @@ func Eventually(t testing.TB, within time.Duration, cond func() bool, format str
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 25*time.Millisecond)
+	}
+}
+
+// Busy keeps n processes spinning on the CPU until the test ends, as other
+// work on a loaded machine does: it widens the windows in which replicas
+// lag behind, so races that a quiet machine hides show up. They are
+// processes, not goroutines, so that the kernel shares the CPU finely and
+// the test's own goroutines are not starved by Go's scheduler.
+func Busy(t testing.TB, n int) {
+	t.Helper()
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
 	}
 }

@@ -1,0 +1,391 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/internal/testkit"
+)
+
+// The gateway on a replicated cluster: three in-process nats-servers
+// routed over loopback (testkit.StartCluster), gateway subprocesses with
+// --nats and --replicas 3, as README.md "Run as a cluster" deploys them.
+
+// clusterGateway starts a gateway subprocess on cluster c and waits until
+// it is ready.
+func clusterGateway(t *testing.T, c *testkit.Cluster) string {
+	t.Helper()
+	addr := freeAddr(t)
+	startWith(t, addr, "--nats", c.URLs(), "--replicas", "3")
+	return "http://" + addr
+}
+
+// clusterPair starts a 3-node cluster that fsyncs every write, as
+// production runs, two gateways on it and a site both serve.
+func clusterPair(t *testing.T) (*testkit.Cluster, string, string, creds) {
+	t.Helper()
+	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
+	c.WaitReady()
+	a, b := clusterGateway(t, c), clusterGateway(t, c)
+	return c, a, b, clusterSite(t, a, b)
+}
+
+// clusterSite creates a method and a site with a large treasury through
+// gw, and waits until every gateway in others serves the site.
+func clusterSite(t *testing.T, gw string, others ...string) creds {
+	t.Helper()
+	opsCall(t, gw, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
+		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
+		"accounts": []map[string]string{{"accountName": "Store", "accountNumber": "07801234567"}}}, nil)
+	var c creds
+	opsCall(t, gw, "POST", "/ops/v1/sites", map[string]any{"name": "Clustered"}, &c)
+	opsCall(t, gw, "POST", "/ops/v1/sites/"+c.ID+"/adjustments", map[string]any{"amount": 1_000_000_000, "reason": "float"}, nil)
+	for _, o := range others {
+		testkit.Eventually(t, testkit.WaitFor, func() bool {
+			e, err := merchant(c, "GET", o, "/v1/balance", "")
+			return err == nil && e.Status == 200
+		}, "gateway %s serves the new site", o)
+	}
+	return c
+}
+
+// txForm is a signed create's body: a deposit, or a withdrawal to a phone.
+func txForm(kind, pid string, amount int64) string {
+	v := url.Values{"bankId": {"ZAINCASH"}, "processId": {pid}, "amount": {fmt.Sprint(amount)},
+		"userId": {"u-" + pid}, "userName": {"user"}, "name": {"User"}}
+	if kind == "withdraw" {
+		v.Set("iban", "07712345678")
+		v.Set("accountName", "User")
+	}
+	return v.Encode()
+}
+
+// txRecord is the part of a transaction record these tests compare.
+type txRecord struct {
+	TransactionID string `json:"transactionId"`
+	ProcessID     string `json:"processId"`
+	Amount        int64  `json:"amount"`
+	Status        string `json:"status"`
+}
+
+func decodeTx(t *testing.T, e envelope) txRecord {
+	t.Helper()
+	var r txRecord
+	require.NoError(t, json.Unmarshal(e.Data, &r))
+	return r
+}
+
+// byProcessID looks a transaction up by processId through gw.
+func byProcessID(c creds, gw, pid string) (envelope, error) {
+	return merchant(c, "GET", gw, "/v1/transactions", url.Values{"processId": {pid}}.Encode())
+}
+
+// A transaction acknowledged by one gateway is found at once through the
+// other, by processId, by id, in the operator listing and in the balance,
+// while the machine is loaded (followers then lag the stream leader).
+// Never 404, never 500, never an older answer.
+func TestCluster_readYourWritesAcrossGateways(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and gateway subprocesses")
+	}
+	_, a, b, site := clusterPair(t)
+	testkit.Busy(t, 2)
+	wrong := map[string]int{}
+	var withdrawn int64
+	const n = 300
+	for i := range n {
+		pid := fmt.Sprint("ryw-", i)
+		kind := []string{"deposit", "withdraw"}[i%2]
+		w, r := a, b
+		if i%4 >= 2 {
+			w, r = b, a
+		}
+		e, err := merchant(site, "POST", w, "/v1/transactions/"+kind, txForm(kind, pid, 5000))
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status, "create %s: %s", pid, e.Code)
+		created := decodeTx(t, e)
+		if kind == "withdraw" {
+			withdrawn += 5000
+		}
+		// Each kind of read comes first in turn: a read that follows
+		// another one on the same gateway would find it caught up.
+		checks := []func(){
+			func() {
+				if e, err := byProcessID(site, r, pid); err != nil || e.Status != 200 || decodeTx(t, e).TransactionID != created.TransactionID {
+					wrong[fmt.Sprintf("by processId: %d %s %v", e.Status, e.Code, err)]++
+				}
+			},
+			func() {
+				if e, err := merchant(site, "GET", r, "/v1/transactions/"+created.TransactionID, ""); err != nil || e.Status != 200 {
+					wrong[fmt.Sprintf("by id: %d %s %v", e.Status, e.Code, err)]++
+				}
+			},
+			func() {
+				var b struct {
+					PendingWithdrawals int64 `json:"pendingWithdrawals"`
+				}
+				e, err := merchant(site, "GET", r, "/v1/balance", "")
+				if err != nil || e.Status != 200 || json.Unmarshal(e.Data, &b) != nil || b.PendingWithdrawals != withdrawn {
+					wrong[fmt.Sprintf("balance: %d %s %v", e.Status, e.Code, err)]++
+				}
+			},
+			func() {
+				var page struct {
+					Items []txRecord `json:"items"`
+				}
+				e, err := call("GET", r+"/ops/v1/transactions?limit=500&site="+site.ID, map[string]string{"Authorization": "Bearer " + testToken}, "")
+				if err != nil || e.Status != 200 || json.Unmarshal(e.Data, &page) != nil || len(page.Items) != i+1 ||
+					page.Items[i].TransactionID != created.TransactionID {
+					wrong[fmt.Sprintf("listing: %d %s %v", e.Status, e.Code, err)]++
+				}
+			},
+		}
+		for k := range checks {
+			checks[(i+k)%len(checks)]()
+		}
+	}
+	assert.Empty(t, wrong, "lookups through the other gateway right after an acknowledged write (of %d)", n)
+}
+
+// result is one merchant request's answer as a driver saw it.
+type result struct {
+	pid    string
+	status int
+	code   string
+	txID   string
+	err    error
+}
+
+// drive sends creates with the given processIds through gw, conc at a
+// time, and returns every answer.
+func drive(t *testing.T, site creds, gw, kind string, pids []string, conc int) []result {
+	t.Helper()
+	out := make([]result, len(pids))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				e, err := merchant(site, "POST", gw, "/v1/transactions/"+kind, txForm(kind, pids[i], 5000))
+				r := result{pid: pids[i], status: e.Status, code: e.Code, err: err}
+				if err == nil && e.Status == 200 {
+					var rec txRecord
+					if json.Unmarshal(e.Data, &rec) == nil {
+						r.txID = rec.TransactionID
+					}
+				}
+				out[i] = r
+			}
+		}()
+	}
+	for i := range pids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// target is one driver's share of a load: its gateway, what it creates and
+// with which processIds.
+type target struct {
+	gw, kind string
+	pids     []string
+}
+
+// driveBoth drives every target at once, conc requests at a time each,
+// runs during (if any) meanwhile, and returns every answer.
+func driveBoth(t *testing.T, site creds, targets []target, conc int, during func()) []result {
+	t.Helper()
+	out := make([][]result, len(targets))
+	var wg sync.WaitGroup
+	for i, tg := range targets {
+		wg.Go(func() { out[i] = drive(t, site, tg.gw, tg.kind, tg.pids, conc) })
+	}
+	if during != nil {
+		during()
+	}
+	wg.Wait()
+	var all []result
+	for _, rs := range out {
+		all = append(all, rs...)
+	}
+	return all
+}
+
+// pids returns n processIds with prefix.
+func pids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprint(prefix, i)
+	}
+	return out
+}
+
+// statuses counts answers by status (and error), for messages.
+func statuses(rs []result) map[string]int {
+	m := map[string]int{}
+	for _, r := range rs {
+		k := fmt.Sprint(r.status, " ", r.code)
+		if r.err != nil {
+			k = "error " + r.err.Error()
+		}
+		m[k]++
+	}
+	return m
+}
+
+// Two gateways writing to one site at once conflict on its subject all the
+// time: a conflict is caught up from the stream and decided again, so no
+// write fails for it (no 503 without a fault), and a storm of repeats of
+// the same processIds through both makes one transaction each, with no 500.
+func TestCluster_contentionOnOneSite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and gateway subprocesses")
+	}
+	_, a, b, site := clusterPair(t)
+
+	all := driveBoth(t, site, []target{{a, "withdraw", pids("a-", 400)}, {b, "withdraw", pids("b-", 400)}}, 16, nil)
+	assert.Equal(t, map[string]int{"200 ": len(all)}, statuses(all), "distinct writes from both gateways")
+
+	// The storm: every processId sent twice through each gateway at once.
+	var storm []string
+	for i := range 200 {
+		pid := fmt.Sprint("dup-", i)
+		storm = append(storm, pid, pid)
+	}
+	all = driveBoth(t, site, []target{{a, "deposit", storm}, {b, "deposit", storm}}, 8, nil)
+	assert.Equal(t, map[string]int{"200 ": len(all)}, statuses(all), "repeats of one processId through both gateways")
+	ids := map[string]map[string]bool{}
+	for _, r := range all {
+		if ids[r.pid] == nil {
+			ids[r.pid] = map[string]bool{}
+		}
+		if r.txID != "" {
+			ids[r.pid][r.txID] = true
+		}
+	}
+	for pid, txs := range ids {
+		assert.Len(t, txs, 1, "processId %s answered with transactions %v", pid, txs)
+	}
+}
+
+// Killing the stream leader while both gateways take writes: every write
+// acknowledged (200) is stored once, and every write answered 503 is not
+// stored at all (503 means "nothing was recorded", docs/merchant-api.md).
+func TestCluster_streamLeaderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and gateway subprocesses")
+	}
+	c, a, b, site := clusterPair(t)
+
+	var leader *testkit.Node
+	all := driveBoth(t, site, []target{{a, "withdraw", pids("ka-", 600)}, {b, "deposit", pids("kb-", 600)}}, 8, func() {
+		time.Sleep(500 * time.Millisecond) // let the writes get going
+		leader = c.StreamLeader()
+		leader.Kill()
+		t.Logf("killed the stream leader %s", leader.Name)
+	})
+	leader.Start()
+	t.Logf("answers: %v", statuses(all))
+	for _, r := range all {
+		var e envelope
+		var err error
+		testkit.Eventually(t, testkit.WaitFor, func() bool {
+			e, err = byProcessID(site, a, r.pid)
+			return err == nil && (e.Status == 200 || e.Status == 404)
+		}, "lookup of %s answers", r.pid)
+		switch {
+		case r.status == 200:
+			if assert.Equal(t, 200, e.Status, "acknowledged %s is stored", r.pid) {
+				assert.Equal(t, r.txID, decodeTx(t, e).TransactionID, "acknowledged %s is stored as acknowledged", r.pid)
+			}
+		case r.status == http.StatusServiceUnavailable:
+			assert.Equal(t, 404, e.Status, "%s was answered 503 (nothing recorded) but is stored", r.pid)
+		}
+	}
+}
+
+// httpStatus answers the HTTP status of GET u, 0 when nothing answers.
+func httpStatus(u string) int {
+	res, err := http.Get(u)
+	if err != nil {
+		return 0
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// Two gateways started at the same moment on a cluster that cannot elect
+// a leader yet (one node of three) wait for it, up and not ready, instead
+// of exiting; both become ready once the cluster forms. A gateway that
+// then loses the whole cluster answers 503 and recovers by itself when it
+// is back.
+func TestCluster_startupWaitsForTheCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and gateway subprocesses")
+	}
+	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true, Start: 1})
+	// A gateway that exits answers nothing: every check below that
+	// expects an answer catches it.
+	var gws []string
+	for range 2 {
+		addr := freeAddr(t)
+		spawn(t, "--http", addr, "--admin-token", testToken, "--log-level", "warn", "--nats", c.URLs(), "--replicas", "3")
+		gws = append(gws, "http://"+addr)
+	}
+	for _, gw := range gws {
+		testkit.Eventually(t, testkit.WaitFor, func() bool { return httpStatus(gw+"/healthz") == 200 }, "%s is up", gw)
+	}
+	// Long enough for a gateway that gives up on a leaderless cluster to
+	// have given up.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, gw := range gws {
+			require.Equal(t, http.StatusServiceUnavailable, httpStatus(gw+"/readyz"), "%s is up and not ready without a cluster", gw)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, n := range c.Nodes {
+		n.Start()
+	}
+	for _, gw := range gws {
+		testkit.Eventually(t, 60*time.Second, func() bool { return httpStatus(gw+"/readyz") == 200 }, "%s ready once the cluster formed", gw)
+	}
+	site := clusterSite(t, gws[0], gws[1])
+	for i, gw := range gws {
+		e, err := merchant(site, "POST", gw, "/v1/transactions/deposit", txForm("deposit", fmt.Sprint("s-", i), 5000))
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status, e.Code)
+	}
+
+	for _, n := range c.Nodes {
+		n.Kill()
+	}
+	for _, gw := range gws {
+		testkit.Eventually(t, testkit.WaitFor, func() bool { return httpStatus(gw+"/readyz") == http.StatusServiceUnavailable },
+			"%s not ready without the cluster", gw)
+		e, err := merchant(site, "POST", gw, "/v1/transactions/deposit", txForm("deposit", "lost-"+gw, 5000))
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusServiceUnavailable, e.Status, "a write without the cluster")
+	}
+	for _, n := range c.Nodes {
+		n.Start()
+	}
+	for i, gw := range gws {
+		testkit.Eventually(t, 60*time.Second, func() bool {
+			e, err := merchant(site, "POST", gw, "/v1/transactions/deposit", txForm("deposit", fmt.Sprint("back-", i), 5000))
+			return err == nil && e.Status == 200
+		}, "%s takes writes again once the cluster is back", gw)
+	}
+}

@@ -1,0 +1,50 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/httpapi"
+	"gateway/internal/testkit"
+)
+
+// A gateway that is still waiting for its event store is up and not
+// ready: /healthz 200, every other path (hostile ones included) 503
+// unavailable in the envelope, with Retry-After and what it waits for.
+func TestStarting(t *testing.T) {
+	log := testkit.NewLog(t, slog.LevelInfo).Logger
+	srv := httptest.NewServer(httpapi.Starting("v-test", log, func() string { return "waiting for the ledger stream" }))
+	t.Cleanup(srv.Close)
+	get := func(method, path string) (*http.Response, map[string]any) {
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		require.NoError(t, err)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
+		return res, body
+	}
+	res, body := get("GET", "/healthz")
+	assert.Equal(t, 200, res.StatusCode)
+	assert.Equal(t, "v-test", body["app_version"])
+	assert.NotEmpty(t, res.Header.Get("Request-Id"))
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/readyz"}, {"POST", "/v1/transactions/deposit"}, {"GET", "/ops/v1/sites"},
+		{"POST", "/healthz"}, {"GET", "/v1/%2e%2e/*"}, {"GET", "/%3E"}, {"GET", "/metrics"},
+	} {
+		res, body := get(c.method, c.path)
+		assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "%s %s", c.method, c.path)
+		assert.Equal(t, "1", res.Header.Get("Retry-After"))
+		assert.Equal(t, "unavailable", body["code"])
+		assert.Nil(t, body["data"])
+		assert.Contains(t, body["message"], "waiting for the ledger stream")
+		assert.Contains(t, body["message"], "nothing was recorded")
+	}
+}
