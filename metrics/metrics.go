@@ -200,6 +200,30 @@ func (m *Metrics) FollowerLag(last func(context.Context) (uint64, error), applie
 	}})
 }
 
+// Batches is what a store's group commit across sites did so far.
+type Batches struct {
+	// Stored, Refused and Unknown count atomic batches by outcome;
+	// Appends counts the appends the stored ones held.
+	Stored, Refused, Unknown, Appends uint64
+}
+
+// StoreBatches reports gateway_store_batches_total by outcome and
+// gateway_store_batched_appends_total at every scrape, read from counters
+// the store keeps (no store call).
+func (m *Metrics) StoreBatches(read func() Batches) {
+	batches := prometheus.NewDesc(namespace+"_store_batches_total",
+		"Atomic batches of appends of different sites sent to the stream, by outcome: stored, refused (its appends then sent one by one) or unknown (each append settled on its own).",
+		[]string{"outcome"}, nil)
+	appends := prometheus.NewDesc(namespace+"_store_batched_appends_total", "Appends stored in atomic batches.", nil, nil)
+	m.reg.MustRegister(&collector{desc: []*prometheus.Desc{batches, appends}, collect: func(ch chan<- prometheus.Metric) {
+		b := read()
+		ch <- prometheus.MustNewConstMetric(batches, prometheus.CounterValue, float64(b.Stored), "stored")
+		ch <- prometheus.MustNewConstMetric(batches, prometheus.CounterValue, float64(b.Refused), "refused")
+		ch <- prometheus.MustNewConstMetric(batches, prometheus.CounterValue, float64(b.Unknown), "unknown")
+		ch <- prometheus.MustNewConstMetric(appends, prometheus.CounterValue, float64(b.Appends))
+	}})
+}
+
 // Backlog is the callback dispatcher's state at a scrape.
 type Backlog struct {
 	// Active: this process holds the lease and delivers.

@@ -70,6 +70,7 @@ type options struct {
 	cb                         callbackOptions
 	callbacks                  bool
 	replicas                   int
+	batchMin                   int
 	logLevel                   string
 	logFormat                  string
 	debugListen                string
@@ -100,6 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.callbacks, "callbacks", envBool("GATEWAY_CALLBACKS", true), "deliver callbacks from this process; false when a separate 'gateway callbacks' process delivers them [GATEWAY_CALLBACKS]")
 	o.cb.register(fs)
 	replicaFlag(fs, &o.replicas)
+	batchMin, batchEnvErr := strconv.Atoi(env("GATEWAY_BATCH_MIN", "-1"))
+	fs.IntVar(&o.batchMin, "batch-min", batchMin, "appends of different sites waiting at one moment are stored as one atomic batch when at least\nthis many; 0 never; -1 picks for the store: 16 with --sync always, 0 with interval, 2 with --replicas > 1 [GATEWAY_BATCH_MIN]")
 	logLevelFlag(fs, &o.logLevel)
 	logFormatFlag(fs, &o.logFormat)
 	debugFlag(fs, &o.debugListen)
@@ -112,6 +115,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.sync != "always" && o.sync != "interval" {
 		return o, fmt.Errorf("--sync must be always or interval, not %q", o.sync)
+	}
+	if batchEnvErr != nil {
+		return o, fmt.Errorf("GATEWAY_BATCH_MIN must be a whole number, not %q", os.Getenv("GATEWAY_BATCH_MIN"))
+	}
+	if o.batchMin < -1 {
+		return o, fmt.Errorf("--batch-min must be -1 (picked for the store), 0 (never) or a count, not %d", o.batchMin)
+	}
+	if o.batchMin == -1 {
+		o.batchMin = defaultBatchMin(o)
 	}
 	if o.demo {
 		o.cb.allowPrivate = true
@@ -293,7 +305,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 
 	setWaiting("waiting for the ledger stream")
 	m := metrics.New()
-	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, snapshotEvery: time.Minute, publicURL: publicURL, metrics: m}, log)
+	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, batchMin: o.batchMin, snapshotEvery: time.Minute, publicURL: publicURL, metrics: m}, log)
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,16 @@ func TestParseFlags(t *testing.T) {
 		{name: "demo allows private callbacks", args: []string{"--demo"},
 			check: func(t *testing.T, o options) { assert.True(t, o.cb.allowPrivate) }},
 		{name: "bad sync", args: []string{"--sync", "sometimes"}, wantErr: "--sync"},
+		{name: "batches picked for a durable embedded store", check: func(t *testing.T, o options) { assert.Equal(t, 16, o.batchMin) }},
+		{name: "no batches without fsync", args: []string{"--sync", "interval"}, check: func(t *testing.T, o options) { assert.Equal(t, 0, o.batchMin) }},
+		{name: "batches from two on a replicated stream", args: []string{"--nats", "nats://a:4222", "--replicas", "3"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 2, o.batchMin) }},
+		{name: "batches on an external single server", args: []string{"--nats", "nats://a:4222"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 16, o.batchMin) }},
+		{name: "batch-min set", args: []string{"--batch-min", "5"}, check: func(t *testing.T, o options) { assert.Equal(t, 5, o.batchMin) }},
+		{name: "batch-min by env", env: map[string]string{"GATEWAY_BATCH_MIN": "0"}, check: func(t *testing.T, o options) { assert.Equal(t, 0, o.batchMin) }},
+		{name: "bad batch-min", args: []string{"--batch-min", "-2"}, wantErr: "--batch-min must be -1"},
+		{name: "bad batch-min by env", env: map[string]string{"GATEWAY_BATCH_MIN": "lots"}, wantErr: `GATEWAY_BATCH_MIN must be a whole number, not "lots"`},
 		{name: "bad retry", args: []string{"--callback-retry", "1s,soon"}, wantErr: "--callback-retry"},
 		{name: "stray argument", args: []string{"serve"}, wantErr: "unexpected argument"},
 		{name: "callbacks delivered here by default", check: func(t *testing.T, o options) {
@@ -145,7 +155,7 @@ func TestParseFlags(t *testing.T) {
 var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEWAY_ADMIN_TOKEN", "GATEWAY_ADMIN_TOKEN_FILE",
 	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
 	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
-	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL"}
+	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL", "GATEWAY_BATCH_MIN"}
 
 // newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
 // writes it.
@@ -336,6 +346,7 @@ func merchant(c creds, method, base, path, payload string) (envelope, error) {
 }
 
 type acked struct {
+	site  int
 	form  string
 	kind  string
 	pid   string
@@ -346,21 +357,43 @@ type acked struct {
 
 // TestRestartAfterKill kills the gateway with SIGKILL while merchants are
 // writing, starts it again on the same data and checks that every
-// acknowledged transaction survived as it was acknowledged.
+// acknowledged transaction survived as it was acknowledged: with one site
+// (group commit in one message) and with many, whose appends travel
+// together in atomic batches (docs/ARCHITECTURE.md, "Group commit across
+// sites"), so the kill lands in the middle of batches.
 func TestRestartAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
+	for _, tc := range []struct {
+		name  string
+		sites int
+		args  []string
+	}{
+		{"one site", 1, nil},
+		{"cross-site batches", 16, []string{"--batch-min", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { restartAfterKill(t, tc.sites, tc.args) })
+	}
+}
+
+func restartAfterKill(t *testing.T, sites int, args []string) {
 	dir, addr := t.TempDir(), freeAddr(t)
-	cmd, _ := startGateway(t, dir, addr)
+	start := func() *exec.Cmd {
+		cmd, _ := startWith(t, addr, append([]string{"--data", dir}, args...)...)
+		return cmd
+	}
+	cmd := start()
 	base := "http://" + addr
 	opsCall(t, base, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
 		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
 		"accounts": []map[string]string{{"accountName": "Store", "accountNumber": "07801234567"}}}, nil)
-	var c creds
-	opsCall(t, base, "POST", "/ops/v1/sites", map[string]any{"name": "Restart"}, &c)
 	const funded = 5_000_000
-	opsCall(t, base, "POST", "/ops/v1/sites/"+c.ID+"/adjustments", map[string]any{"amount": funded, "reason": "opening"}, nil)
+	cs := make([]creds, sites)
+	for i := range cs {
+		opsCall(t, base, "POST", "/ops/v1/sites", map[string]any{"name": fmt.Sprint("Restart ", i)}, &cs[i])
+		opsCall(t, base, "POST", "/ops/v1/sites/"+cs[i].ID+"/adjustments", map[string]any{"amount": funded, "reason": "opening"}, nil)
+	}
 
 	var mu sync.Mutex
 	var acks []acked
@@ -376,6 +409,7 @@ func TestRestartAfterKill(t *testing.T) {
 					return
 				default:
 				}
+				site := (w + i) % sites
 				kind, path := "deposit", "/v1/transactions/deposit"
 				amt := int64(1000 + (w*7+i)%50*100)
 				v := url.Values{"bankId": {"ZAINCASH"}, "processId": {fmt.Sprintf("w%d-%d", w, i)}, "amount": {strconv.FormatInt(amt, 10)},
@@ -386,7 +420,7 @@ func TestRestartAfterKill(t *testing.T) {
 					v.Set("iban", "07712345678")
 				}
 				form := v.Encode()
-				e, err := merchant(c, "POST", base, path, form)
+				e, err := merchant(cs[site], "POST", base, path, form)
 				if err != nil {
 					return // the gateway is gone
 				}
@@ -401,7 +435,7 @@ func TestRestartAfterKill(t *testing.T) {
 					continue
 				}
 				mu.Lock()
-				acks = append(acks, acked{form: form, kind: kind, pid: v.Get("processId"), txID: rec.TransactionID, amt: amt, state: rec.Status})
+				acks = append(acks, acked{site: site, form: form, kind: kind, pid: v.Get("processId"), txID: rec.TransactionID, amt: amt, state: rec.Status})
 				mu.Unlock()
 			}
 		}(w)
@@ -413,15 +447,20 @@ func TestRestartAfterKill(t *testing.T) {
 		defer mu.Unlock()
 		return len(acks) >= 400
 	}, "400 writes acknowledged before the kill")
+	if sites > 1 {
+		assert.Positive(t, value(scrape(t, base+"/metrics"), "gateway_store_batches_total", "outcome", "stored"),
+			"appends of different sites travelled in batches")
+	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	close(stop)
 	wg.Wait()
 	require.GreaterOrEqual(t, len(acks), 400, "too few writes acknowledged before the kill")
 
-	startGateway(t, dir, addr)
-	pending := int64(0)
+	start()
+	pending := make([]int64, sites)
 	for _, a := range acks {
+		c := cs[a.site]
 		e, err := merchant(c, "GET", base, "/v1/transactions", "processId="+url.QueryEscape(a.pid))
 		require.NoError(t, err)
 		require.Equal(t, 200, e.Status, "acknowledged %s %s lost: %s", a.kind, a.pid, e.Code)
@@ -437,7 +476,7 @@ func TestRestartAfterKill(t *testing.T) {
 		path := "/v1/transactions/deposit"
 		if a.kind == "withdrawal" {
 			path = "/v1/transactions/withdraw"
-			pending += a.amt
+			pending[a.site] += a.amt
 		}
 		e, err = merchant(c, "POST", base, path, a.form)
 		require.NoError(t, err)
@@ -447,44 +486,47 @@ func TestRestartAfterKill(t *testing.T) {
 	}
 
 	// Writes in flight at the kill may have been stored without an answer:
-	// the balance must agree with every withdrawal the ledger holds.
-	total, all := int64(0), 0
-	cursor := ""
-	for {
-		var page struct {
-			Items []struct {
-				Amount int64  `json:"amount"`
-				Type   string `json:"type"`
-				Status string `json:"status"`
-			} `json:"items"`
-			NextCursor *string `json:"nextCursor"`
-		}
-		opsCall(t, base, "GET", "/ops/v1/transactions?site="+c.ID+"&limit=500&cursor="+url.QueryEscape(cursor), nil, &page)
-		for _, it := range page.Items {
-			all++
-			if it.Type == "withdrawal" && it.Status == "pending" {
-				total += it.Amount
+	// each balance must agree with every withdrawal the ledger holds.
+	all := 0
+	for i, c := range cs {
+		total := int64(0)
+		cursor := ""
+		for {
+			var page struct {
+				Items []struct {
+					Amount int64  `json:"amount"`
+					Type   string `json:"type"`
+					Status string `json:"status"`
+				} `json:"items"`
+				NextCursor *string `json:"nextCursor"`
 			}
+			opsCall(t, base, "GET", "/ops/v1/transactions?site="+c.ID+"&limit=500&cursor="+url.QueryEscape(cursor), nil, &page)
+			for _, it := range page.Items {
+				all++
+				if it.Type == "withdrawal" && it.Status == "pending" {
+					total += it.Amount
+				}
+			}
+			if page.NextCursor == nil {
+				break
+			}
+			cursor = *page.NextCursor
 		}
-		if page.NextCursor == nil {
-			break
+		assert.GreaterOrEqual(t, total, pending[i])
+		e, err := merchant(c, "GET", base, "/v1/balance", "")
+		require.NoError(t, err)
+		var bal struct {
+			Balance            int64 `json:"balance"`
+			PendingWithdrawals int64 `json:"pendingWithdrawals"`
+			Available          int64 `json:"available"`
+			NegativeLimit      int64 `json:"negativeLimit"`
 		}
-		cursor = *page.NextCursor
+		require.NoError(t, json.Unmarshal(e.Data, &bal))
+		assert.Equal(t, int64(funded), bal.Balance)
+		assert.Equal(t, total, bal.PendingWithdrawals)
+		assert.Equal(t, bal.Balance-bal.PendingWithdrawals-bal.NegativeLimit, bal.Available)
 	}
 	assert.GreaterOrEqual(t, all, len(acks))
-	assert.GreaterOrEqual(t, total, pending)
-	e, err := merchant(c, "GET", base, "/v1/balance", "")
-	require.NoError(t, err)
-	var bal struct {
-		Balance            int64 `json:"balance"`
-		PendingWithdrawals int64 `json:"pendingWithdrawals"`
-		Available          int64 `json:"available"`
-		NegativeLimit      int64 `json:"negativeLimit"`
-	}
-	require.NoError(t, json.Unmarshal(e.Data, &bal))
-	assert.Equal(t, int64(funded), bal.Balance)
-	assert.Equal(t, total, bal.PendingWithdrawals)
-	assert.Equal(t, bal.Balance-bal.PendingWithdrawals-bal.NegativeLimit, bal.Available)
 }
 
 // TestSIGTERMDrains stops the gateway with SIGTERM while merchants are

@@ -56,6 +56,8 @@ type ledgerOptions struct {
 	create bool
 	// replicas is the stream's replication when create is set.
 	replicas int
+	// batchMin is jsstore.Options.BatchMin.
+	batchMin int
 	// snapshotEvery is how often the ledger snapshots changed sites (0:
 	// only when it closes).
 	snapshotEvery time.Duration
@@ -89,6 +91,11 @@ func openLedger(ctx context.Context, nc *nats.Conn, o ledgerOptions, log *slog.L
 		o.metrics = metrics.New()
 	}
 	store := &observedStore{Store: js, m: o.metrics}
+	if b := js.Batches(); b != nil {
+		o.metrics.StoreBatches(func() metrics.Batches {
+			return metrics.Batches{Stored: b.Stored.Load(), Refused: b.Refused.Load(), Unknown: b.Unknown.Load(), Appends: b.Appends.Load()}
+		})
+	}
 	var led *ledger.Ledger
 	// Loading the snapshots of many sites takes longer than a create.
 	err = waitFor(ctx, log, "load the ledger", startLimit, func(actx context.Context) error {
@@ -122,6 +129,24 @@ func openDispatcher(ctx context.Context, cfg callbacks.Config, m *metrics.Metric
 	return d, nil
 }
 
+// defaultBatchMin is the fewest appends of different sites worth one
+// atomic batch (jsstore.Options.BatchMin) for the store the gateway
+// writes to. A batch on a replicated stream is one proposal: worth it from
+// two. On one file store a batch has a fixed cost of a few fsyncs and file
+// operations, about as much as fifteen single fsyncs (BENCHMARKS.md,
+// "Many sites at once"), and it saves nothing when the store does not
+// fsync each message (--sync interval). An external single server is
+// taken to fsync, as a durable deployment does.
+func defaultBatchMin(o options) int {
+	switch {
+	case o.nats != "" && o.replicas > 1:
+		return 2
+	case o.nats == "" && o.sync == "interval":
+		return 0
+	}
+	return 16
+}
+
 // startLimit bounds one attempt to load the ledger's snapshots.
 const startLimit = 2 * time.Minute
 
@@ -130,7 +155,7 @@ const startLimit = 2 * time.Minute
 // rewrite the configuration, e.g. scale a replicated stream down).
 func openStore(ctx context.Context, nc *nats.Conn, o ledgerOptions) (*jsstore.Store, error) {
 	if o.create {
-		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas})
+		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas, BatchMin: o.batchMin})
 	}
 	return jsstore.OpenExisting(ctx, nc, jsstore.Options{})
 }

@@ -1,6 +1,26 @@
 package jsstore
 
+import "errors"
+
 // SetReadBatch makes Read pull n messages at a time (0: the default), so a
 // test can cross from the first fetch to the streaming read with few
 // messages.
 func SetReadBatch(s *Store, n int) { s.readBatch = n }
+
+// Pending is one append handed to PublishBatch.
+type Pending struct {
+	Subject string
+	Expect  uint64
+	Data    []byte
+}
+
+// PublishBatch sends ps as one atomic batch, as the batcher does, and
+// reports whether a failure was a certain "nothing stored".
+func PublishBatch(s *Store, ps []Pending) (seqs []uint64, notStored bool, err error) {
+	batch := make([]*pending, len(ps))
+	for i, p := range ps {
+		batch[i] = &pending{subject: p.Subject, expect: p.Expect, data: p.Data}
+	}
+	seqs, err = s.publishBatch(batch)
+	return seqs, errors.Is(err, errBatchNotStored), err
+}

@@ -25,6 +25,17 @@ type Options struct {
 	Replicas int
 	// Stream overrides the ledger stream name (tests).
 	Stream string
+	// BatchMin is the fewest appends, waiting at one moment, that are sent
+	// as one atomic batch (see batch.go); 0 sends every append alone.
+	// Worth it where a batch costs less than its messages alone: on a
+	// replicated stream a batch is one proposal (2), on a single file
+	// store that fsyncs every message a batch costs about as much as
+	// fifteen fsyncs (docs/ARCHITECTURE.md, "Group commit across sites").
+	BatchMin int
+	// Linger holds the first append that finds the batcher idle this long
+	// before sending, so that others join it (tests gather a batch so;
+	// the gateway sends at once).
+	Linger time.Duration
 }
 
 // Store is the ledger's JetStream event store.
@@ -34,6 +45,8 @@ type Store struct {
 	stream jetstream.Stream
 	snaps  jetstream.ObjectStore
 	name   string
+	// batch groups appends across subjects; nil: every append alone.
+	batch *batcher
 	// readBatch overrides defaultReadBatch (tests use a small one to
 	// cross from the first fetch to the streaming read).
 	readBatch int
@@ -78,6 +91,8 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		Duplicates: time.Minute,
 		Replicas:   o.Replicas,
 		MaxMsgSize: 8 << 20,
+		// Appends of many sites may share one write (see batch.go).
+		AllowAtomicPublish: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", o.Stream, mapErr(err))
@@ -91,7 +106,14 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create snapshot bucket: %w", mapErr(err))
 	}
-	return &Store{nc: nc, js: js, stream: st, snaps: snaps, name: o.Stream}, nil
+	s := &Store{nc: nc, js: js, stream: st, snaps: snaps, name: o.Stream}
+	// A server that does not know atomic batches leaves the option out of
+	// the configuration it answers with; it would store the staged
+	// messages one by one.
+	if o.BatchMin > 0 && st.CachedInfo().Config.AllowAtomicPublish {
+		s.batch = &batcher{s: s, min: max(o.BatchMin, 2), linger: o.Linger}
+	}
+	return s, nil
 }
 
 // Append stores data on subject only if the subject's last message is still
@@ -106,7 +128,18 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 // be conflicting with the first attempt itself (JetStream checks the
 // expected sequence before message-id deduplication, so ids would not
 // settle it either).
+//
+// Appends that wait at the same moment may travel together as one atomic
+// batch (see batch.go); each still gets exactly one of these answers.
 func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
+	if b := s.batch; b != nil && !b.off.Load() {
+		return b.append(ctx, subject, expectLast, data)
+	}
+	return s.appendOne(ctx, subject, expectLast, data)
+}
+
+// appendOne stores one message on its own (see Append).
+func (s *Store) appendOne(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, err)
