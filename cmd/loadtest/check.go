@@ -275,7 +275,7 @@ func resolveUnknown(ctx context.Context, a *api, t loadTarget, tag string, unkno
 	found := 0
 	err := parallel(ctx, len(unknown), func(k int) error {
 		i := int(unknown[k])
-		d, ok, err := lookupByProcessID(ctx, a, t.sites[i%len(t.sites)], processID(tag, i))
+		d, ok, err := lookupByProcessID(ctx, a, t.sites[t.siteOf(i)], processID(tag, i))
 		if err != nil || !ok {
 			return err
 		}
@@ -284,7 +284,7 @@ func resolveUnknown(ctx context.Context, a *api, t loadTarget, tag string, unkno
 			return fmt.Errorf("lookup %s: amount: %v", processID(tag, i), err)
 		}
 		mu.Lock()
-		want[i%len(t.sites)] += amt
+		want[t.siteOf(i)] += amt
 		found++
 		mu.Unlock()
 		return nil
@@ -358,14 +358,14 @@ func checkSample(ctx context.Context, f *failures, as []*api, sites []site, tag 
 // what was stored, so one lookup per 503 is the cheapest exact check; a
 // lookup that fails counts as a failure too, since then the promise is
 // unverified. It returns the number of lookups made.
-func checkRefused(ctx context.Context, f *failures, as []*api, sites []site, tag string, refused []uint32) (int, error) {
+func checkRefused(ctx context.Context, f *failures, as []*api, t loadTarget, tag string, refused []uint32) (int, error) {
 	n := len(refused)
 	err := parallel(ctx, n*len(as), func(j int) error {
 		g := j / n
 		a, cat := as[g], lookupCat(catStored503, g, as[g])
 		i := int(refused[j%n])
 		pid := processID(tag, i)
-		d, found, err := lookupByProcessID(ctx, a, sites[i%len(sites)], pid)
+		d, found, err := lookupByProcessID(ctx, a, t.sites[t.siteOf(i)], pid)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {

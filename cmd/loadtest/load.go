@@ -28,13 +28,33 @@ type loadTarget struct {
 	// whichever client sends it, as a load balancer that hashes the
 	// appKey header does: each site is then written through one gateway.
 	bySite bool
+	// hot is the share of requests sent to the first site (-hot).
+	hot float64
+}
+
+// siteOf is the index of the site request i goes to: round-robin over the
+// sites, or with hot > 0 that share of the requests to the first site,
+// spread evenly through the run, and the rest round-robin over the others.
+// It depends on i alone, so the checks find each request's site again.
+func (t loadTarget) siteOf(i int) int {
+	n := len(t.sites)
+	if t.hot <= 0 || n < 2 {
+		return i % n
+	}
+	// Request i is hot when the count of hot requests, ⌊k·hot⌋ for the
+	// first k, steps up at it.
+	hotBefore := int(float64(i) * t.hot)
+	if int(float64(i+1)*t.hot) > hotBefore {
+		return 0
+	}
+	return 1 + (i-hotBefore)%(n-1)
 }
 
 // baseOf is the index of the gateway request i goes to from a client of
 // gateway own.
 func (t loadTarget) baseOf(own, i int) int {
 	if t.bySite {
-		return (i % len(t.sites)) % len(t.bases)
+		return t.siteOf(i) % len(t.bases)
 	}
 	return own
 }
@@ -67,7 +87,7 @@ type okRec struct {
 	txID   string
 	bankID string
 	amount int64
-	idx    uint32 // i of processId "<tag>-<i>"; also gives the site (i % sites)
+	idx    uint32 // i of processId "<tag>-<i>"; also gives the site (loadTarget.siteOf)
 	site   uint32
 	hash   [32]byte
 	flags  uint8
@@ -162,7 +182,7 @@ type worker struct {
 
 // runLoad sends cfg.n signed requests with cfg.c keep-alive clients and
 // records latency, status and the 200 answers. Request i goes to site
-// i % len(sites); client k sends to gateway k % len(bases), so each gateway
+// loadTarget.siteOf(i); client k sends to gateway k % len(bases), so each gateway
 // gets a fixed share of the clients rather than of the requests, and a slow
 // gateway is measured as slow instead of being starved. The -max deadline is
 // checked before each request rather than cancelling requests in flight, so
@@ -269,7 +289,7 @@ func compact(oks []okRec) []okRec {
 // (0 when there was no HTTP answer). Latency runs from just before sending to
 // the last body byte, so a slow body counts; JSON decoding is not included.
 func (wk *worker) one(ctx context.Context, client *http.Client, endpoint string, t loadTarget, tag string, i int, oks []okRec, lats []time.Duration) int {
-	s := t.sites[i%len(t.sites)]
+	s := t.sites[t.siteOf(i)]
 	body := buildBody(t.kind, tag, t.bank, i)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -318,7 +338,7 @@ func (wk *worker) one(ctx context.Context, client *http.Client, endpoint string,
 // keep decodes a 200 answer into an okRec and flags what does not match the
 // request; the checker later turns flags into failures.
 func (wk *worker) keep(raw []byte, t loadTarget, tag string, i int) okRec {
-	rec := okRec{idx: uint32(i), site: uint32(i % len(t.sites)), flags: flagKept}
+	rec := okRec{idx: uint32(i), site: uint32(t.siteOf(i)), flags: flagKept}
 	var env txEnvelope
 	if err := json.Unmarshal(raw, &env); err != nil || env.Data == nil {
 		rec.flags |= flagNoTxID | flagHashBad

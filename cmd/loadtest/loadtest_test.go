@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -401,6 +403,9 @@ func TestValidate(t *testing.T) {
 		{"-url", "a:1", "-admin-token", "t"},
 		{"-url", "http://a:1,http://b:2,http://c:3", "-admin-token", "t", "-c", "2"},
 		{"-url", "http://a:1,http://b:2", "-admin-token", "t", "-kind", "callbacks"},
+		{"-gateway", "x", "-sites", "1", "-hot", "0.5"},
+		{"-gateway", "x", "-sites", "10", "-hot", "1"},
+		{"-gateway", "x", "-sites", "10", "-hot", "-0.1"},
 	}
 	for _, a := range bad {
 		if _, err := parseFlags(a); err == nil {
@@ -413,6 +418,7 @@ func TestValidate(t *testing.T) {
 		{"-ref", "r", "-ref-only", "-runs", "3"},
 		{"-gateway", "x", "-ref", "r", "-restart", "-sync", "interval"},
 		{"-url", "http://127.0.0.1:18081, http://127.0.0.1:18082/", "-admin-token", "t", "-allow-errors"},
+		{"-gateway", "x", "-sites", "1000", "-hot", "0.5"},
 	}
 	for _, a := range good {
 		if _, err := parseFlags(a); err != nil {
@@ -512,5 +518,72 @@ func TestAvailabilityReport(t *testing.T) {
 	r.URLs = []URLStats{{URL: "http://a:1", Requests: 60, OK: 55}, {URL: "http://b:2", Requests: 40, OK: 35}}
 	if l := r.URLLine(); l != "gateway urls: http://a:1 requests=60 ok=55, http://b:2 requests=40 ok=35" {
 		t.Errorf("urls line: %q", l)
+	}
+}
+
+// TestSiteOf: round-robin by default; with -hot the share of the first
+// site is exact over any stretch of requests, and the others share the
+// rest evenly.
+func TestSiteOf(t *testing.T) {
+	sites := make([]site, 10)
+	count := func(tg loadTarget, n int) []int {
+		c := make([]int, len(sites))
+		for i := range n {
+			c[tg.siteOf(i)]++
+		}
+		return c
+	}
+	even := count(loadTarget{sites: sites}, 1000)
+	for k, c := range even {
+		if c != 100 {
+			t.Errorf("round-robin: site %d got %d of 1000", k, c)
+		}
+	}
+	for _, hot := range []float64{0.5, 0.25, 0.9} {
+		c := count(loadTarget{sites: sites, hot: hot}, 9000)
+		if want := int(9000 * hot); c[0] != want {
+			t.Errorf("hot %.2f: first site got %d of 9000, want %d", hot, c[0], want)
+		}
+		for k := 2; k < len(c); k++ {
+			if d := c[k] - c[1]; d < -1 || d > 1 {
+				t.Errorf("hot %.2f: site %d got %d, site 1 %d", hot, k, c[k], c[1])
+			}
+		}
+	}
+	one := loadTarget{sites: sites[:1], hot: 0.5}
+	if one.siteOf(7) != 0 {
+		t.Error("one site takes every request")
+	}
+}
+
+// TestCheckBinaries: a missing or non-executable -ref or -gateway is named
+// with the command that builds it.
+func TestCheckBinaries(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "exe")
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		o    options
+		want string
+	}{
+		{options{gateway: exe, ref: exe}, ""},
+		{options{gateway: exe, ref: filepath.Join(dir, "refgw")}, "-ref " + filepath.Join(dir, "refgw") + ": no such file; build it with: go build -C ../shared/bench"},
+		{options{gateway: plain}, "-gateway " + plain + ": not an executable file"},
+		{options{gateway: dir}, "not an executable file"},
+	}
+	for _, c := range cases {
+		err := checkBinaries(c.o)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v", c.o, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v: got %v, want %q", c.o, err, c.want)
+		}
 	}
 }

@@ -21,7 +21,8 @@
 //
 // Setup goes through the operator API: one PHONE method with a random code,
 // -sites sites (created 16 at a time) and, for withdrawals, a treasury
-// adjustment of -seed-balance per site. Request i goes to site i % sites with
+// adjustment of -seed-balance per site. Request i goes to site i % sites (with
+// -hot h, a share h of the requests to the first site instead) with
 // processId "<tag>-<i>", its own end user and an amount of 1,000 to 50,000
 // IQD, signed with the site's secret over the exact body.
 //
@@ -93,6 +94,7 @@ import (
 type options struct {
 	gateway, url, adminToken, data, sync, kind, ref  string
 	bySite                                           bool
+	hot                                              float64
 	dispatcher                                       string
 	n, c, sites, runs                                int
 	max, timeout, readyTimeout                       time.Duration
@@ -118,6 +120,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.n, "n", 20000, "total requests")
 	fs.IntVar(&o.c, "c", 64, "concurrent keep-alive clients")
 	fs.IntVar(&o.sites, "sites", 1, "merchant sites; requests are spread round-robin")
+	fs.Float64Var(&o.hot, "hot", 0, "a skewed load: this share of the requests (0 to 1) goes to the first site, the rest round-robin over the others (needs -sites ≥ 2)")
 	fs.DurationVar(&o.max, "max", 10*time.Minute, "stop sending after this long")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-request client timeout")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "how long to wait for /readyz after (re)start")
@@ -167,6 +170,10 @@ func (o *options) validate() error {
 		return errors.New("-n too large")
 	case o.verify < 0 || o.verify > 1:
 		return errors.New("-verify must be between 0 and 1")
+	case o.hot < 0 || o.hot >= 1:
+		return errors.New("-hot must be at least 0 and below 1")
+	case o.hot > 0 && o.sites < 2:
+		return errors.New("-hot needs -sites 2 or more")
 	case o.seed < 0:
 		return errors.New("-seed-balance must not be negative")
 	}
@@ -235,6 +242,10 @@ func main() {
 // It returns rather than exiting so deferred cleanup (stopping spawned
 // servers) always happens, also after Ctrl-C.
 func run(o options) int {
+	if err := checkBinaries(o); err != nil {
+		logf("%v", err)
+		return 2
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	work, err := os.MkdirTemp("", "loadtest-")
@@ -296,6 +307,27 @@ func printMedians(m *Medians) {
 	if m.Ratio != nil {
 		fmt.Printf("median ratio gateway/refgw: throughput=%.3f p99=%.3f\n", m.Ratio.Throughput, m.Ratio.P99)
 	}
+}
+
+// checkBinaries refuses, before anything starts, a -gateway or -ref that
+// is not an executable file, saying where each comes from.
+func checkBinaries(o options) error {
+	for _, b := range []struct{ flag, path, build string }{
+		{"-gateway", o.gateway, "go build -o bin/ ./cmd/gateway"},
+		{"-ref", o.ref, "go build -C ../shared/bench -o \"$PWD/bin/\" ./cmd/refgw  (the reference hot path lives in ../shared/bench next to this repository; see BENCHMARKS.md)"},
+	} {
+		if b.path == "" {
+			continue
+		}
+		fi, err := os.Stat(b.path)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s %s: no such file; build it with: %s", b.flag, b.path, b.build)
+		case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+			return fmt.Errorf("%s %s: not an executable file; build it with: %s", b.flag, b.path, b.build)
+		}
+	}
+	return nil
 }
 
 // runOnce is one repetition: refgw first (when asked), then the gateway with
@@ -469,6 +501,9 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 		seed = o.seed
 		if seed == 0 {
 			seed = defaultSeed(o.n, o.sites)
+			if o.hot > 0 {
+				seed = defaultSeed(o.n, 1) // the hot site takes up to all of them
+			}
 		}
 	}
 	sites, err := a.createSites(ctx, "lt-"+cfg.tag, o.sites, seed)
@@ -477,7 +512,7 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 	}
 	logf("setup: method %s (_id %s), %d site(s), seed %d, in %s", m.Code, m.ID, len(sites), seed, time.Since(t0).Round(time.Millisecond))
 
-	t := loadTarget{name: "gateway", bases: bases, kind: o.kind, bank: m.Code, sites: sites, strict: true, bySite: o.bySite}
+	t := loadTarget{name: "gateway", bases: bases, kind: o.kind, bank: m.Code, sites: sites, strict: true, bySite: o.bySite, hot: o.hot}
 	res := runLoad(ctx, t, cfg, !o.quiet)
 	rep := newLoadReport("gateway", o.kind, res.total, res.codes, res.lats, res.elapsed, res.stopped)
 	rep.URLs = res.perURL
@@ -516,7 +551,7 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 	}
 	// Also with -allow-errors: a 503 during a fault is acceptable, a 503
 	// for something that was stored is not.
-	k, err := checkRefused(ctx, f, apis, sites, cfg.tag, res.refused)
+	k, err := checkRefused(ctx, f, apis, t, cfg.tag, res.refused)
 	if err != nil {
 		return withLog(err)
 	}
@@ -543,7 +578,7 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 			return withLog(fmt.Errorf("after restart: %w", err))
 		}
 		// Replaying the stream must not bring back a write that was refused.
-		if _, err := checkRefused(ctx, f2, after, sites, cfg.tag, res.refused); err != nil {
+		if _, err := checkRefused(ctx, f2, after, t, cfg.tag, res.refused); err != nil {
 			return withLog(fmt.Errorf("after restart: %w", err))
 		}
 		rr.Failures = append(rr.Failures, prefixed("after restart: ", f2.lines())...)
