@@ -102,7 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.cb.register(fs)
 	replicaFlag(fs, &o.replicas)
 	batchMin, batchEnvErr := strconv.Atoi(env("GATEWAY_BATCH_MIN", "-1"))
-	fs.IntVar(&o.batchMin, "batch-min", batchMin, "appends of different sites waiting at one moment are stored as one atomic batch when at least\nthis many; 0 never; -1 picks for the store: 16 with --sync always, 0 with interval, 2 with --replicas > 1 [GATEWAY_BATCH_MIN]")
+	fs.IntVar(&o.batchMin, "batch-min", batchMin, "appends of different sites waiting at one moment are stored as one atomic batch when at least\nthis many; 0 never; -1 picks for the store: 16 with --sync always, 0 with interval or --replicas > 1 [GATEWAY_BATCH_MIN]")
 	logLevelFlag(fs, &o.logLevel)
 	logFormatFlag(fs, &o.logFormat)
 	debugFlag(fs, &o.debugListen)

@@ -131,16 +131,17 @@ func openDispatcher(ctx context.Context, cfg callbacks.Config, m *metrics.Metric
 
 // defaultBatchMin is the fewest appends of different sites worth one
 // atomic batch (jsstore.Options.BatchMin) for the store the gateway
-// writes to. A batch on a replicated stream is one proposal: worth it from
-// two. On one file store a batch has a fixed cost of a few fsyncs and file
-// operations, about as much as fifteen single fsyncs (BENCHMARKS.md,
-// "Many sites at once"), and it saves nothing when the store does not
-// fsync each message (--sync interval). An external single server is
-// taken to fsync, as a durable deployment does.
+// writes to (BENCHMARKS.md, "Many sites at once"). On one file store that
+// fsyncs every message a batch has a fixed cost of a few fsyncs and file
+// operations, about as much as fifteen single fsyncs, and saves one fsync
+// per append. Without that fsync (--sync interval) it saves nothing. On a
+// replicated stream Raft already packs the proposals in flight together
+// into one append entry, and batches measured no faster: off. An external
+// single server is taken to fsync, as a durable deployment does.
 func defaultBatchMin(o options) int {
 	switch {
 	case o.nats != "" && o.replicas > 1:
-		return 2
+		return 0
 	case o.nats == "" && o.sync == "interval":
 		return 0
 	}
