@@ -28,9 +28,10 @@ type Options struct {
 	// BatchMin is the fewest appends, waiting at one moment, that are sent
 	// as one atomic batch (see batch.go); 0 sends every append alone.
 	// Worth it where a batch costs less than its messages alone: on a
-	// replicated stream a batch is one proposal (2), on a single file
-	// store that fsyncs every message a batch costs about as much as
-	// fifteen fsyncs (docs/ARCHITECTURE.md, "Group commit across sites").
+	// single file store that fsyncs every message a batch costs about as
+	// much as fifteen fsyncs; on a replicated stream Raft already packs
+	// the proposals in flight together (docs/ARCHITECTURE.md, "Group
+	// commit across sites").
 	BatchMin int
 	// Linger holds the first append that finds the batcher idle this long
 	// before sending, so that others join it (tests gather a batch so;
