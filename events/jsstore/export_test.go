@@ -7,6 +7,10 @@ import "errors"
 // messages.
 func SetReadBatch(s *Store, n int) { s.readBatch = n }
 
+// SetReadBytes bounds each streaming pull of Read and Follow to n bytes (0:
+// the default), so a test can read under a small server's max_pending.
+func SetReadBytes(s *Store, n int) { s.readBytes = n }
+
 // Pending is one append handed to PublishBatch.
 type Pending struct {
 	Subject string

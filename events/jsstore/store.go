@@ -48,9 +48,10 @@ type Store struct {
 	name   string
 	// batch groups appends across subjects; nil: every append alone.
 	batch *batcher
-	// readBatch overrides defaultReadBatch (tests use a small one to
-	// cross from the first fetch to the streaming read).
-	readBatch int
+	// readBatch and readBytes override defaultReadBatch and
+	// defaultReadBytes (tests use small ones to cross from the first fetch
+	// to the streaming read, and to stay under a small server's limit).
+	readBatch, readBytes int
 }
 
 const snapshotBucket = "LEDGER_SNAPSHOTS"
@@ -270,14 +271,35 @@ func (s *Store) Read(ctx context.Context, filter string, from uint64, fn func(ev
 	return s.readRest(ctx, filter, next, fn)
 }
 
-// defaultReadBatch is how many messages one pull of Read asks for.
-const defaultReadBatch = 4096
+// A read must never ask for more than the server may hold for one client:
+// a server cuts a client off as a slow consumer once more than its
+// max_pending (64 MiB by default) waits to be written to it, and a pull of
+// 4,096 messages of a few tens of KiB each (one site's group commit) is
+// already past that. So the first fetch asks for a few messages, which is
+// all most reads need, and the streaming read is bounded in bytes.
+const (
+	// defaultReadBatch is how many messages the first fetch of Read asks
+	// for: 256 of the largest group commits (about 128 KiB) stay well
+	// under max_pending.
+	defaultReadBatch = 256
+	// defaultReadBytes bounds each pull of the streaming read and of
+	// Follow. It must exceed the largest message (the stream's
+	// MaxMsgSize, 8 MiB), or that message could never be delivered.
+	defaultReadBytes = 16 << 20
+)
 
 func (s *Store) readBatchSize() int {
 	if s.readBatch > 0 {
 		return s.readBatch
 	}
 	return defaultReadBatch
+}
+
+func (s *Store) readBytesSize() int {
+	if s.readBytes > 0 {
+		return s.readBytes
+	}
+	return defaultReadBytes
 }
 
 // readFirst reads up to one batch of messages with one fetch. more says that
@@ -314,7 +336,7 @@ func (s *Store) readRest(ctx context.Context, filter string, from uint64, fn fun
 	if err != nil {
 		return fmt.Errorf("read %s: %w", filter, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(s.readBatchSize()))
+	it, err := cons.Messages(jetstream.PullMaxBytes(s.readBytesSize()))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", filter, mapErr(err))
 	}
@@ -380,7 +402,7 @@ func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", filter, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	it, err := cons.Messages(jetstream.PullMaxBytes(s.readBytesSize()))
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", filter, mapErr(err))
 	}
