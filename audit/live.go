@@ -46,8 +46,9 @@ func newLiveModel(id string, metaSeq uint64, data []byte, end uint64) *liveModel
 	return l
 }
 
-// message applies a site message stored after the snapshot.
-func (l *liveModel) message(seq uint64, evs []events.Event) {
+// message applies a site message stored after the snapshot; hashes are
+// its events' chain hashes.
+func (l *liveModel) message(seq uint64, evs []events.Event, hashes [][32]byte) {
 	if l.site == nil || seq <= l.snapSeq {
 		return
 	}
@@ -60,21 +61,18 @@ func (l *liveModel) message(seq uint64, evs []events.Event) {
 		l.p.addf(&Position{Seq: seq}, "", "the snapshot's state could not apply the message: %v", applyErr)
 		return
 	}
-	l.pos = advance(l.pos, seq, evs)
+	l.pos = advance(l.pos, seq, hashes)
 }
 
 // advance is pos after the message at seq, whether or not the message
 // extends pos's chain: the chain check reports breaks, the models only
-// follow what was applied.
-func advance(pos events.Position, seq uint64, evs []events.Event) events.Position {
-	if len(evs) == 0 {
+// follow what was applied. hashes are the message's events' chain hashes,
+// computed once when it was decoded.
+func advance(pos events.Position, seq uint64, hashes [][32]byte) events.Position {
+	if len(hashes) == 0 {
 		return events.Position{Seq: seq, Hash: pos.Hash}
 	}
-	h, err := events.Hash(evs[len(evs)-1])
-	if err != nil {
-		return events.Position{Seq: seq}
-	}
-	return events.Position{Seq: seq, Hash: h}
+	return events.Position{Seq: seq, Hash: hashes[len(hashes)-1]}
 }
 
 func (a *siteAudit) liveCheck() Check {

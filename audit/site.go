@@ -77,10 +77,10 @@ func (a *siteAudit) message(d *decoded) int {
 	if applyErr != nil {
 		a.replayP.addf(&Position{Seq: seq}, "", "the aggregate could not apply the message: %v", applyErr)
 	} else {
-		a.aggPos = advance(a.aggPos, seq, evs)
+		a.aggPos = advance(a.aggPos, seq, d.hashes)
 	}
 	if a.live != nil {
-		a.live.message(seq, evs)
+		a.live.message(seq, evs, d.hashes)
 	}
 	return len(evs)
 }

@@ -8,6 +8,7 @@
 package events
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -134,26 +135,34 @@ func Seal(prev [32]byte, evs []Event) ([]byte, [32]byte, error) {
 }
 
 // Decode parses one stored message into its events, upcasting old versions.
+//
+// It reads the envelope (wireMessage) field by field rather than through
+// msgpack's reflection, and keeps each payload as a slice of b rather than
+// a copy: an audit decodes a million messages, and the envelope was most of
+// that work. It accepts and refuses what unmarshalling into wireMessage
+// does (decode_test.go holds the two side by side).
 func Decode(b []byte) ([]Event, error) {
-	var m wireMessage
-	if err := msgpack.Unmarshal(b, &m); err != nil {
+	r := bytes.NewReader(b)
+	d := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(d)
+	d.Reset(r)
+	m := envelope{d: d, b: b, r: r}
+	if err := m.message(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if m.Version != messageVersion {
-		return nil, fmt.Errorf("%w: message version %d", ErrCorrupt, m.Version)
+	if m.version != messageVersion {
+		return nil, fmt.Errorf("%w: message version %d", ErrCorrupt, m.version)
 	}
-	out := make([]Event, len(m.Events))
-	for i, w := range m.Events {
-		p, err := decodePayload(w.Name, w.Data)
+	out := make([]Event, len(m.events))
+	for i, w := range m.events {
+		p, err := decodePayload(w.name, w.data)
 		if err != nil {
 			return nil, err
 		}
-		if len(w.Prev) != 32 {
-			return nil, fmt.Errorf("%w: %s prev hash has %d bytes", ErrCorrupt, w.Name, len(w.Prev))
+		if w.prevLen != 32 {
+			return nil, fmt.Errorf("%w: %s prev hash has %d bytes", ErrCorrupt, w.name, w.prevLen)
 		}
-		e := Event{Name: w.Name, Time: w.Time, Actor: w.Actor, Payload: p, data: w.Data}
-		copy(e.Prev[:], w.Prev)
-		out[i] = e
+		out[i] = Event{Name: w.name, Time: w.time, Actor: w.actor, Payload: p, Prev: w.prev, data: w.data}
 	}
 	return out, nil
 }

@@ -168,6 +168,28 @@ func (s *source) open(ctx context.Context) (*jsstore.Store, func(), error) {
 	return st, nc.Close, nil
 }
 
+// filesFirst reads the whole stream of an offline data directory from its
+// message block files, several times faster than having the embedded server
+// deliver a million messages, and through the server from wherever the files
+// are not in the plain shape ReadFiles reads (jsstore.ReadFiles).
+type filesFirst struct {
+	*jsstore.Store
+	dir  string
+	warn io.Writer
+}
+
+func (f *filesFirst) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
+	if filter != events.SubjectPrefix+">" {
+		return f.Store.Read(ctx, filter, from, fn)
+	}
+	next, err := f.Store.ReadFiles(ctx, f.dir, from, fn)
+	if !errors.Is(err, jsstore.ErrFilesUnusable) {
+		return err
+	}
+	fmt.Fprintf(f.warn, "ledgerctl: reading through the server from seq %d on (%v)\n", next, err)
+	return f.Store.Read(ctx, filter, next, fn)
+}
+
 // hasLedger refuses a directory that holds no ledger stream, so a mistyped
 // --data does not get an empty JetStream store created in it.
 func hasLedger(dir string) error {
@@ -255,7 +277,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep, err := audit.Run(ctx, st, o)
+	var from audit.Source = st
+	if src.data != "" {
+		from = &filesFirst{Store: st, dir: src.data, warn: stderr}
+	}
+	rep, err := audit.Run(ctx, from, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
 		return exitError
