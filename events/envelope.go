@@ -55,8 +55,20 @@ func (m *envelope) bytes(into []byte) (int, error) {
 	case n == len(into):
 		return n, m.d.ReadFull(into)
 	default:
-		return n, m.d.ReadFull(make([]byte, n))
+		return n, m.advance(n)
 	}
+}
+
+// advance reads past n bytes of b without copying them. The decoder reads
+// straight from r (a bytes.Reader is a byte scanner, so msgpack wraps it in
+// no buffer) and holds nothing read ahead between values, so moving r on
+// is reading them.
+func (m *envelope) advance(n int) error {
+	if n > m.r.Len() {
+		return io.ErrUnexpectedEOF
+	}
+	_, err := m.r.Seek(int64(n), io.SeekCurrent)
+	return err
 }
 
 // fields calls field for each key of the map that comes next (none for a
@@ -176,10 +188,7 @@ func (m *envelope) skip(depth int) error {
 		if _, n, err = m.d.DecodeExtHeader(); err != nil {
 			return err
 		}
-		if n > m.r.Len() {
-			return io.ErrUnexpectedEOF
-		}
-		return m.d.ReadFull(make([]byte, n))
+		return m.advance(n)
 	default: // a scalar: its size is in its code
 		return m.d.Skip()
 	}
