@@ -425,7 +425,12 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	if err != nil {
 		return err
 	}
-	defer func() { _ = g.p.stop(30 * time.Second) }()
+	// The closure reads g.p at exit: after a restart it stops the new process.
+	defer func() {
+		if err := g.end("term", r, rr); err != nil {
+			logf("%v", err)
+		}
+	}()
 	a := newAPI(base, token)
 	m, err := a.createMethod(ctx)
 	if err != nil {
@@ -469,7 +474,7 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 		}
 		stopDispatcher = func() { _ = p.stop(30 * time.Second) }
 	default:
-		if err := g.p.stop(30 * time.Second); err != nil {
+		if err := g.end("term", r, rr); err != nil {
 			return err
 		}
 		g.args = slices.DeleteFunc(slices.Clone(g.args), func(s string) bool { return s == "--callbacks=false" })
@@ -523,6 +528,18 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 	rcv.mu.Lock()
 	lagFigures(rep, txs, rcv.arrived, sent, answered)
 	rcv.mu.Unlock()
+	if o.restart {
+		// Every callback delivered must stay delivered: a restart (its
+		// snapshot load and replay) may repeat one (at least once, so
+		// counted below) but must not lose or invent any.
+		d, err := g.restart(ctx, o, r, rr, base)
+		if err != nil {
+			return fmt.Errorf("after restart: %w", err)
+		}
+		secs := round2(d.Seconds())
+		rr.RestartToReadyS = &secs
+		time.Sleep(2 * time.Second)
+	}
 	rep.Duplicates = rcv.duplicates()
 	rr.Callbacks = rep
 	fmt.Printf("run %d %s\n", r, rep.Line("gateway"))

@@ -406,6 +406,8 @@ func TestValidate(t *testing.T) {
 		{"-gateway", "x", "-sites", "1", "-hot", "0.5"},
 		{"-gateway", "x", "-sites", "10", "-hot", "1"},
 		{"-gateway", "x", "-sites", "10", "-hot", "-0.1"},
+		{"-gateway", "x", "-restart", "-stop", "quit"},
+		{"-gateway", "x", "-kind", "callbacks", "-ref", "r"},
 	}
 	for _, a := range bad {
 		if _, err := parseFlags(a); err == nil {
@@ -419,6 +421,7 @@ func TestValidate(t *testing.T) {
 		{"-gateway", "x", "-ref", "r", "-restart", "-sync", "interval"},
 		{"-url", "http://127.0.0.1:18081, http://127.0.0.1:18082/", "-admin-token", "t", "-allow-errors"},
 		{"-gateway", "x", "-sites", "1000", "-hot", "0.5"},
+		{"-gateway", "x", "-kind", "callbacks", "-sites", "1000", "-restart", "-stop", "term"},
 	}
 	for _, a := range good {
 		if _, err := parseFlags(a); err != nil {
@@ -585,5 +588,29 @@ func TestCheckBinaries(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%+v: got %v, want %q", c.o, err, c.want)
 		}
+	}
+}
+
+// TestProc_lifePeak: the peak of a process's whole life is the kernel's,
+// read once it ended; a child that touched 64 MiB reports at least that.
+func TestProc_lifePeak(t *testing.T) {
+	if os.Getenv("LOADTEST_TOUCH_MIB") != "" {
+		b := make([]byte, 64<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		os.Exit(int(b[len(b)-1]) - 1)
+	}
+	t.Setenv("LOADTEST_TOUCH_MIB", "64")
+	p, err := startProc("toucher", os.Args[0], []string{"-test.run=^TestProc_lifePeak$"}, filepath.Join(t.TempDir(), "toucher.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if p.waitErr != nil {
+		t.Fatalf("toucher: %v", p.waitErr)
+	}
+	if peak := p.lifePeakMiB(); peak < 64 {
+		t.Errorf("life peak %.1f MiB, want at least 64", peak)
 	}
 }

@@ -101,6 +101,8 @@ type options struct {
 	seed                                             int64
 	verify                                           float64
 	json, keep, restart, refOnly, allowErrors, quiet bool
+	// stop is how -restart ends the gateway: kill or term.
+	stop string
 }
 
 // parseFlags reads and validates the flags; usage errors exit with status 2
@@ -127,7 +129,8 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.seed, "seed-balance", 0, "treasury credited to each site before withdrawals (0: enough for all of the site's withdrawals)")
 	fs.Float64Var(&o.verify, "verify", 0.01, "fraction of accepted requests looked up by processId (at least 100, or all)")
 	fs.BoolVar(&o.json, "json", false, "also print the final report as JSON on stdout")
-	fs.BoolVar(&o.restart, "restart", false, "after the checks, SIGKILL and restart the gateway, time it to ready and check again (needs -gateway)")
+	fs.BoolVar(&o.restart, "restart", false, "after the checks, stop (see -stop) and restart the gateway, time it to ready and check again (needs -gateway)")
+	fs.StringVar(&o.stop, "stop", "kill", "how -restart stops the gateway: kill (SIGKILL, a crash) or term (SIGTERM, a graceful shutdown with its final snapshot)")
 	fs.StringVar(&o.ref, "ref", "", "path to a built refgw binary to run the same deposit load against first")
 	fs.BoolVar(&o.refOnly, "ref-only", false, "run only the refgw load (needs -ref)")
 	fs.IntVar(&o.runs, "runs", 1, "repeat the whole comparison this many times and report medians")
@@ -158,8 +161,10 @@ func (o *options) validate() error {
 		return errors.New("-restart needs -gateway")
 	case o.kind != "deposit" && o.kind != "withdraw" && o.kind != "callbacks":
 		return errors.New("-kind must be deposit, withdraw or callbacks")
-	case o.kind == "callbacks" && (o.gateway == "" || o.ref != "" || o.restart):
-		return errors.New("-kind callbacks needs -gateway and excludes -ref and -restart")
+	case o.kind == "callbacks" && (o.gateway == "" || o.ref != ""):
+		return errors.New("-kind callbacks needs -gateway and excludes -ref")
+	case o.stop != "kill" && o.stop != "term":
+		return errors.New("-stop must be kill or term")
 	case o.dispatcher != "gateway" && o.dispatcher != "standalone":
 		return errors.New("-dispatcher must be gateway or standalone")
 	case o.sync != "always" && o.sync != "interval":
@@ -414,6 +419,34 @@ type gatewayProc struct {
 	p    *proc
 }
 
+// restart ends the gateway as -stop says, records the peak of its whole
+// life, starts it again on the same data and times it to /readyz.
+func (g *gatewayProc) restart(ctx context.Context, o options, r int, rr *RunReport, base string) (time.Duration, error) {
+	if err := g.end(o.stop, r, rr); err != nil {
+		return 0, err
+	}
+	var err error
+	if g.p, err = startProc("gateway", g.bin, g.args, g.log); err != nil {
+		return 0, err
+	}
+	d, err := waitReady(ctx, g.p, base+"/readyz", o.readyTimeout)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Printf("run %d restart_to_ready=%.2fs (after SIG%s)\n", r, d.Seconds(), strings.ToUpper(o.stop))
+	return d, nil
+}
+
+// end stops the gateway process (term or kill) and records and prints the
+// peak resident set of its whole life, the kernel's, not a sample.
+func (g *gatewayProc) end(how string, r int, rr *RunReport) error {
+	err := g.p.end(how)
+	peak := g.p.lifePeakMiB()
+	rr.GatewayLifePeaksMiB = append(rr.GatewayLifePeaksMiB, peak)
+	fmt.Printf("run %d gateway_life_peak=%.1fMiB (process %d, stopped by SIG%s)\n", r, peak, len(rr.GatewayLifePeaksMiB), strings.ToUpper(how))
+	return err
+}
+
 // spawnGateway starts the gateway binary on a free port with a fresh data
 // directory and a random admin token, and waits until /readyz is 200.
 func spawnGateway(ctx context.Context, o options, dir string, r int, extra ...string) (*gatewayProc, string, string, error) {
@@ -474,7 +507,7 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 		bases = []string{base}
 		// The closure reads g.p at exit, so after -restart it stops the new process.
 		defer func() {
-			if err := g.p.stop(30 * time.Second); err != nil {
+			if err := g.end("term", r, rr); err != nil {
 				logf("%v", err)
 			}
 		}()
@@ -561,17 +594,12 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 	rr.Failures = append(rr.Failures, prefixed("after load: ", f.lines())...)
 
 	if o.restart {
-		g.p.kill()
-		if g.p, err = startProc("gateway", g.bin, g.args, g.log); err != nil {
-			return err
-		}
-		d, err := waitReady(ctx, g.p, bases[0]+"/readyz", o.readyTimeout)
+		d, err := g.restart(ctx, o, r, rr, bases[0])
 		if err != nil {
 			return withLog(fmt.Errorf("after restart: %w", err))
 		}
 		secs := round2(d.Seconds())
 		rr.RestartToReadyS = &secs
-		fmt.Printf("run %d restart_to_ready=%.2fs\n", r, secs)
 		f2 := newFailures()
 		after := []*api{newAPI(bases[0], token)}
 		if err := checkState(ctx, f2, after, o, sites, cfg.tag, res.oks, seed, want); err != nil {

@@ -81,6 +81,30 @@ func (p *proc) stop(grace time.Duration) error {
 	}
 }
 
+// lifePeakMiB is the process's peak resident set over its whole life, its
+// shutdown included: the kernel's ru_maxrss, which is its VmHWM when it
+// exited. 0 while it runs.
+func (p *proc) lifePeakMiB() float64 {
+	if !p.exited() || p.cmd.ProcessState == nil {
+		return 0
+	}
+	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return round2(float64(ru.Maxrss) / 1024)
+}
+
+// end stops the process as -stop says: SIGTERM (a graceful shutdown, the
+// gateway's final snapshot included) or SIGKILL (a crash).
+func (p *proc) end(how string) error {
+	if how == "term" {
+		return p.stop(2 * time.Minute)
+	}
+	p.kill()
+	return nil
+}
+
 // kill ends the process with SIGKILL, simulating a crash, and waits for it.
 func (p *proc) kill() {
 	if p.exited() {

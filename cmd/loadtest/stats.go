@@ -258,6 +258,10 @@ type RunReport struct {
 	Gateway         *LoadReport `json:"gateway,omitempty"`
 	Ratio           *Ratios     `json:"ratio,omitempty"`
 	RestartToReadyS *float64    `json:"restartToReadySeconds,omitempty"`
+	// GatewayLifePeaksMiB is, for each spawned gateway process in the
+	// order they ended, the peak resident set of its whole life (load,
+	// shutdown, start-up with its snapshot load and replay).
+	GatewayLifePeaksMiB []float64 `json:"gatewayLifePeaksMiB,omitempty"`
 	// Callbacks is the outcome of -kind callbacks.
 	Callbacks *CallbackReport `json:"callbacks,omitempty"`
 	Failures  []string        `json:"failures,omitempty"`
