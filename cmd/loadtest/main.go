@@ -148,6 +148,9 @@ func parseFlags(args []string) (options, error) {
 // validate rejects flag combinations that cannot work, before anything is
 // spawned or created.
 func (o *options) validate() error {
+	if o.stop == "" {
+		o.stop = "kill"
+	}
 	switch {
 	case o.refOnly && o.ref == "":
 		return errors.New("-ref-only needs -ref")
