@@ -34,9 +34,13 @@
 // each site's GET /v1/balance (withdrawals: pending equals the accepted
 // amounts, balance equals the seed; deposits: both zero); and a -verify
 // sample of GET /v1/transactions?processId= lookups. Any violation exits with
-// status 1. -restart then kills the gateway with SIGKILL, starts it again on
-// the same data, prints restart_to_ready (process start to /readyz 200) and
-// repeats the balance, lookup and 503 checks.
+// status 1. -restart then stops the gateway (-stop kill: SIGKILL, a crash;
+// -stop term: SIGTERM, a graceful shutdown with its final snapshot), starts
+// it again on the same data, prints restart_to_ready (process start to
+// /readyz 200) and repeats the balance, lookup and 503 checks. Every gateway
+// process the load test spawned reports, once it has ended,
+// gateway_life_peak: the peak resident set of its whole life (the kernel's
+// ru_maxrss, its VmHWM at exit), shutdown and start-up included.
 //
 // With -ref (a refgw binary, built with
 // `cd /work/shared/bench && go build -o /tmp/benchbin/ ./cmd/...`) the same
@@ -52,11 +56,13 @@
 // gateway: the gateway restarted with callbacks on; standalone: `gateway
 // callbacks --nats …` beside it) and the time to the n-th callback gives
 // deliveries per second. Then -n more deposits are approved by -c clients
-// and each callback's lag from its approval is measured. Every callback's
-// signature and content is checked:
+// and each callback's lag from its approval is measured; with -restart the
+// gateway is then stopped and started again, and no callback may be lost or
+// invented by it. Every callback's signature and content is checked:
 //
 //	go run ./cmd/loadtest -gateway /tmp/gw -kind callbacks -n 20000 -sites 20 -c 32 -runs 3
 //	go run ./cmd/loadtest -gateway /tmp/gw -kind callbacks -dispatcher standalone -n 20000 -sites 20 -c 32 -runs 3
+//	go run ./cmd/loadtest -gateway /tmp/gw -kind callbacks -n 500000 -sites 1000 -restart -stop term -max 60m
 //
 // Besides throughput and p50/p90/p99/p999 latency, each load reports the
 // longest stretch of wall time in which no request got a 200 (from the
