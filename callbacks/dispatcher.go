@@ -26,9 +26,11 @@ import (
 )
 
 // Store is what the dispatcher reads from the ledger stream: a site
-// message by its sequence, and a site's messages in order.
+// message by its sequence, the last sequence, and a site's messages in
+// order.
 type Store interface {
 	Get(ctx context.Context, seq uint64) (events.Msg, error)
+	LastSeq(ctx context.Context) (uint64, error)
 	Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error
 }
 
@@ -186,6 +188,7 @@ type Dispatcher struct {
 	kv       jetstream.KeyValue
 	leaseKV  jetstream.KeyValue
 	ix       *index
+	pages    *pageLog
 	client   *http.Client
 	global   chan struct{}
 	instance []byte
@@ -226,7 +229,7 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 
 	d.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
-		Description: "callback delivery state: records by webhook id, first-attempt deliveries in log.* batches",
+		Description: "callback delivery state: records by webhook id, first-attempt deliveries in page.* keys",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    cfg.Replicas,
@@ -234,6 +237,7 @@ func New(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("callbacks: bucket %s: %w", cfg.Bucket, err)
 	}
+	d.pages = newPageLog(d.kv)
 	d.leaseKV, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket + "_LEASE",
 		Description: "which process is the active callback dispatcher",

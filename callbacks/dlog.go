@@ -2,13 +2,10 @@ package callbacks
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"gateway/ids"
 	"gateway/records"
@@ -17,16 +14,19 @@ import (
 // The delivery log records the callbacks delivered at their first attempt,
 // which are most of them. One bucket entry per callback would cost an fsync
 // each and cap deliveries near the store's fsync rate, so they are written
-// in batches: one entry under a "log." key holds every first-attempt
-// delivery settled while the previous batch was being written (group
-// commit). A message is acknowledged only after the batch naming its
-// callbacks is stored, so a callback the consumer has settled always has a
+// in groups: every first-attempt delivery settled while the previous group
+// was being written goes into the log's pages (pages.go) at once (group
+// commit). A message is acknowledged only after the pages naming its
+// callbacks are stored, so a callback the consumer has settled always has a
 // record.
+//
+// Earlier builds wrote each group as a batch under a "log." key and kept
+// the whole log in memory. Such batches are still read (they are few: no
+// new ones are written) and listed with the pages.
 const logPrefix = "log."
 
-// logEntry is one first-attempt delivery, kept compact in memory (32 bytes)
-// because every gateway process keeps the whole log to answer the listing:
-// a million deliveries cost about 32 MB.
+// logEntry is one first-attempt delivery of a legacy batch, kept compact
+// in memory (32 bytes).
 type logEntry struct {
 	k    key
 	at   int64 // attempt time, Unix ms
@@ -36,14 +36,6 @@ type logEntry struct {
 
 // wireEntry is a log entry as stored: [webhook id, site, status, at ms].
 type wireEntry [4]json.RawMessage
-
-func encodeBatch(es []loggedEntry) ([]byte, error) {
-	out := make([][4]any, len(es))
-	for i, e := range es {
-		out[i] = [4]any{e.id, e.site, e.code, e.at}
-	}
-	return json.Marshal(out)
-}
 
 // loggedEntry is a decoded stored entry.
 type loggedEntry struct {
@@ -70,24 +62,16 @@ func decodeBatch(b []byte) ([]loggedEntry, error) {
 	return out, nil
 }
 
-// batchKey names a new batch: unique without coordination, and sorted by
-// its first callback for a reader of the bucket.
-func batchKey(first key) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return logPrefix + WebhookID(first.seq, first.idx) + "." + hex.EncodeToString(b[:])
-}
-
 func isBatchKey(k string) bool { return strings.HasPrefix(k, logPrefix) }
 
-// dlog is the in-memory delivery log, sorted by key on demand.
+// dlog holds the legacy batches in memory, sorted by key on demand.
 type dlog struct {
 	sites   []ids.SiteID
 	siteIdx map[ids.SiteID]uint32
 	entries []logEntry
 	sorted  bool
-	// batches are the batch keys applied, so the watcher does not apply
-	// this process's own batches a second time.
+	// batches are the batch keys applied, so a batch the watcher sees
+	// again is not applied twice.
 	batches map[string]struct{}
 }
 
@@ -141,16 +125,22 @@ func (l *dlog) search(k key) int {
 	return i
 }
 
-// delivery renders an entry as the listing shows it; the transaction and
-// callback type are filled in from the stream by the caller.
+// delivery renders an entry as the listing shows it.
 func (l *dlog) delivery(e logEntry) Delivery {
-	at := records.FormatTime(e.at)
-	code := int(e.code)
-	return Delivery{EventID: WebhookID(e.k.seq, e.k.idx), SiteID: l.sites[e.site], Status: StatusDelivered,
-		Attempts: 1, LastStatusCode: &code, LastAttemptAt: &at, UpdatedAt: at}
+	return firstAttempt(e.k, l.sites[e.site], e.code, e.at)
 }
 
-// maxBatch bounds one delivery log batch (about 40 bytes an entry).
+// firstAttempt is the record of a callback delivered at its first
+// attempt; the transaction and callback type are filled in from the
+// stream by the caller.
+func firstAttempt(k key, site ids.SiteID, code uint16, at int64) Delivery {
+	ts := records.FormatTime(at)
+	c := int(code)
+	return Delivery{EventID: WebhookID(k.seq, k.idx), SiteID: site, Status: StatusDelivered,
+		Attempts: 1, LastStatusCode: &c, LastAttemptAt: &ts, UpdatedAt: ts}
+}
+
+// maxBatch bounds the deliveries written to the log at once.
 const maxBatch = 2048
 
 // writeLog stores the first-attempt deliveries handed over on t.logc, a
@@ -163,7 +153,7 @@ const maxBatch = 2048
 func (t *term) writeLog(ctx context.Context) {
 	d := t.d
 	var jobs []*job
-	var es []loggedEntry
+	var es []pageEntry
 	for {
 		var j *job
 		select {
@@ -186,22 +176,18 @@ func (t *term) writeLog(ctx context.Context) {
 			}
 		}
 		es = es[:0]
-		first := jobs[0].k
 		for _, j := range jobs {
-			es = append(es, loggedEntry{id: j.id, site: j.site, code: uint16(j.code), at: j.at})
-			if j.k.cmp(first) < 0 {
-				first = j.k
-			}
+			es = append(es, pageEntry{k: j.k, site: j.site, code: uint16(j.code), at: j.at})
 		}
-		if err := retry(ctx, func() error { return d.writeBatch(ctx, batchKey(first), es) }); err != nil {
+		if err := retry(ctx, func() error { return d.pages.add(ctx, es) }); err != nil {
 			// Not stored: the messages are not acknowledged, and the
 			// next term delivers their callbacks again.
 			return
 		}
 		if d.cfg.afterLog != nil {
-			ids := make([]string, len(es))
-			for i, e := range es {
-				ids[i] = e.id
+			ids := make([]string, len(jobs))
+			for i, j := range jobs {
+				ids[i] = j.id
 			}
 			d.cfg.afterLog(ids)
 		}
@@ -226,19 +212,4 @@ func (t *term) logDelivered(j *job) {
 		// The log is full and the term ending: the message is given back
 		// and the callback delivered again by the next term.
 	}
-}
-
-// writeBatch stores one delivery log batch.
-func (d *Dispatcher) writeBatch(ctx context.Context, batch string, es []loggedEntry) error {
-	b, err := encodeBatch(es)
-	if err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := d.kv.Put(wctx, batch, b); err != nil {
-		return fmt.Errorf("record delivery log batch: %w", err)
-	}
-	d.ix.putBatch(batch, es)
-	return nil
 }

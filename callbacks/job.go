@@ -118,7 +118,9 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 			j.restore(rec)
 		} else if d.ix.waitSynced(ctx) != nil {
 			return true, nil
-		} else if _, logged := d.ix.logged(j.k); logged {
+		} else if logged, err := loggedRetry(ctx, d, j.k); err != nil {
+			return true, nil // only when ctx ended
+		} else if logged {
 			// Delivered and logged before the stop that kept its
 			// message from being acknowledged.
 			t.settle(j)
@@ -480,6 +482,18 @@ func permanent(err error) error {
 
 // retry runs fn until it succeeds, fails permanently (not found, corrupt),
 // or ctx ends; store outages are waited out with a capped backoff.
+// loggedRetry reports whether k is in the delivery log, reading it until
+// it answers or ctx ends.
+func loggedRetry(ctx context.Context, d *Dispatcher, k key) (bool, error) {
+	var logged bool
+	err := retry(ctx, func() error {
+		var err error
+		_, logged, err = d.logged(ctx, k)
+		return err
+	})
+	return logged, err
+}
+
 func retry(ctx context.Context, fn func() error) error {
 	wait := 50 * time.Millisecond
 	for {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,12 +26,55 @@ func noURL() error {
 // List returns one page of delivery records in stream order.
 func (d *Dispatcher) List(ctx context.Context, f Filter) (records.Page[Delivery], error) {
 	page := records.Page[Delivery]{Items: []Delivery{}}
+	switch f.Status {
+	case "", StatusPending, StatusDelivered, StatusFailed:
+	default:
+		return page, &Error{Field: "status", Err: ErrInvalidFilter, Msg: "status must be pending, delivered or failed"}
+	}
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	after, err := f.after()
+	if err != nil {
+		return page, err
+	}
 	if err := d.ix.waitSynced(ctx); err != nil {
 		return page, err
 	}
-	items, next, err := d.ix.list(f)
-	if err != nil {
-		return page, err
+	items := d.ix.list(f, after, f.Limit+1)
+	if f.Status == "" || f.Status == StatusDelivered {
+		last, err := d.cfg.Store.LastSeq(ctx)
+		if err != nil {
+			return page, fmt.Errorf("list callbacks: %w", err)
+		}
+		es, upTo, done, err := d.pages.scan(ctx, after, last, f.Limit+1, func(e pageEntry) bool {
+			if f.SiteID != "" && e.site != f.SiteID {
+				return false
+			}
+			_, own := d.ix.record(WebhookID(e.k.seq, e.k.idx))
+			return !own // resent after its first delivery: listed from its record
+		})
+		if err != nil {
+			return page, fmt.Errorf("list callbacks: %w", err)
+		}
+		logged := make([]listed, len(es))
+		for i, e := range es {
+			logged[i] = listed{k: e.k, d: firstAttempt(e.k, e.site, e.code, e.at), logged: true}
+		}
+		items = mergeSorted(items, logged, f.Limit+1)
+		if !done {
+			// The scan stopped before the end of the stream: the
+			// listing ends where it stopped and continues from there.
+			k := key{upTo, ids.MaxEventIndex}
+			items = slices.DeleteFunc(items, func(it listed) bool { return it.k.cmp(k) > 0 })
+			if len(items) <= f.Limit {
+				page.NextCursor = cursorAt(k)
+			}
+		}
+	}
+	if len(items) > f.Limit {
+		items = items[:f.Limit]
+		page.NextCursor = cursorAt(items[len(items)-1].k)
 	}
 	// The log keeps no more than it must: the transaction and the type
 	// are the event's, read back from the stream, once per message (a
@@ -58,7 +102,6 @@ func (d *Dispatcher) List(ctx context.Context, f Filter) (records.Page[Delivery]
 		}
 		page.Items = append(page.Items, it.d)
 	}
-	page.NextCursor = next
 	return page, nil
 }
 
@@ -214,7 +257,10 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 		default:
 		}
 		t.mu.Unlock()
-		if rec, ok := d.ix.get(id); ok {
+		if rec, ok := d.ix.record(id); ok {
+			return rec, nil
+		}
+		if rec, ok, err := d.logged(ctx, j.k); err == nil && ok {
 			return rec, nil
 		}
 		return Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ, Status: StatusPending,
@@ -226,7 +272,9 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 		return Delivery{}, err
 	}
 	if !found {
-		old, _ = d.ix.logged(j.k)
+		if old, _, err = d.logged(ctx, j.k); err != nil {
+			return Delivery{}, err
+		}
 	}
 	// The record is written before the job starts: should this process
 	// stop before delivering, the next term finds it pending and resumes.
@@ -294,4 +342,17 @@ func (t *term) resumeOrphans() {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// logged returns the delivery log's entry of k: a legacy batch's or its
+// page's.
+func (d *Dispatcher) logged(ctx context.Context, k key) (Delivery, bool, error) {
+	if rec, ok := d.ix.legacy(k); ok {
+		return rec, true, nil
+	}
+	e, ok, err := d.pages.lookup(ctx, k)
+	if err != nil || !ok {
+		return Delivery{}, false, err
+	}
+	return firstAttempt(e.k, e.site, e.code, e.at), true, nil
 }

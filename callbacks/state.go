@@ -30,7 +30,7 @@ const (
 // A callback that needed more than one attempt, was parked or resent has
 // a record of its own in the CALLBACKS bucket, keyed by webhook id and
 // rewritten at each attempt. One delivered at its first attempt is written
-// to the delivery log instead (see dlog.go), in batches.
+// to the delivery log instead (see dlog.go and pages.go).
 type Delivery struct {
 	// EventID is the webhook-id: "<stream sequence>-<index in message>".
 	EventID       string     `json:"eventId"`
@@ -76,13 +76,15 @@ func (a key) cmp(b key) int {
 	return cmp.Compare(a.idx, b.idx)
 }
 
-// index is every process's in-memory copy of the CALLBACKS bucket, kept by
-// a watcher, so the operator listing needs no scan of the bucket. It is
-// derived: dropping it and watching again rebuilds it.
+// index is every process's in-memory copy of the CALLBACKS bucket's
+// records (and of legacy delivery log batches), kept by a watcher, so the
+// operator listing needs no scan of them. The pages of the delivery log are
+// not watched: they are read when asked for. The index is derived:
+// dropping it and watching again rebuilds it.
 type index struct {
 	mu sync.RWMutex
 	// recs are the records of callbacks that needed more than one attempt
-	// or were resent, by webhook id; log holds the first-attempt ones.
+	// or were resent, by webhook id; log holds legacy batches.
 	recs   map[string]Delivery
 	log    *dlog
 	synced chan struct{}
@@ -110,7 +112,8 @@ func (ix *index) watch(ctx context.Context, kv jetstream.KeyValue, log *slog.Log
 }
 
 func (ix *index) watchOnce(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) error {
-	w, err := kv.WatchAll(ctx)
+	// Records are keyed by webhook id, one token; pages have two.
+	w, err := kv.WatchFiltered(ctx, []string{"*", logPrefix + ">"})
 	if err != nil {
 		return err
 	}
@@ -177,23 +180,16 @@ func (ix *index) waitSynced(ctx context.Context) error {
 	}
 }
 
-// get returns the record of id: its own, or its delivery log entry.
-func (ix *index) get(id string) (Delivery, bool) {
+// record returns the record of id, if it has one of its own.
+func (ix *index) record(id string) (Delivery, bool) {
 	ix.mu.RLock()
+	defer ix.mu.RUnlock()
 	d, ok := ix.recs[id]
-	ix.mu.RUnlock()
-	if ok {
-		return d, true
-	}
-	k, ok := keyOf(id)
-	if !ok {
-		return Delivery{}, false
-	}
-	return ix.logged(k)
+	return d, ok
 }
 
-// logged returns the delivery log entry of k.
-func (ix *index) logged(k key) (Delivery, bool) {
+// legacy returns the legacy delivery log entry of k.
+func (ix *index) legacy(k key) (Delivery, bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.log.sort()
@@ -209,13 +205,6 @@ func (ix *index) logged(k key) (Delivery, bool) {
 func (ix *index) put(d Delivery) {
 	ix.mu.Lock()
 	ix.recs[d.EventID] = d
-	ix.mu.Unlock()
-}
-
-// putBatch records a delivery log batch this process just wrote.
-func (ix *index) putBatch(batch string, es []loggedEntry) {
-	ix.mu.Lock()
-	ix.log.add(batch, es)
 	ix.mu.Unlock()
 }
 
@@ -252,26 +241,27 @@ type listed struct {
 	logged bool
 }
 
-// list pages through the records and the delivery log in stream order.
-func (ix *index) list(f Filter) ([]listed, *string, error) {
-	switch f.Status {
-	case "", StatusPending, StatusDelivered, StatusFailed:
-	default:
-		return nil, nil, &Error{Field: "status", Err: ErrInvalidFilter,
-			Msg: "status must be pending, delivered or failed"}
+// after returns the key the listing continues after.
+func (f Filter) after() (key, error) {
+	if f.Cursor == "" {
+		return key{}, nil
 	}
-	if f.Limit <= 0 || f.Limit > 1000 {
-		f.Limit = 100
+	b, err := base64.RawURLEncoding.DecodeString(f.Cursor)
+	k, ok := keyOf(string(b))
+	if err != nil || !ok {
+		return key{}, ErrBadCursor
 	}
-	var after key
-	if f.Cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		k, ok := keyOf(string(b))
-		if err != nil || !ok {
-			return nil, nil, ErrBadCursor
-		}
-		after = k
-	}
+	return k, nil
+}
+
+func cursorAt(k key) *string {
+	c := base64.RawURLEncoding.EncodeToString([]byte(WebhookID(k.seq, k.idx)))
+	return &c
+}
+
+// list returns, in stream order, the first n records and legacy delivery
+// log entries after the cursor that f selects.
+func (ix *index) list(f Filter, after key, n int) []listed {
 	var recs []listed
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -286,11 +276,12 @@ func (ix *index) list(f Filter) ([]listed, *string, error) {
 		recs = append(recs, listed{k: k, d: d})
 	}
 	slices.SortFunc(recs, func(a, b listed) int { return a.k.cmp(b.k) })
-	if len(recs) > f.Limit+1 {
-		recs = recs[:f.Limit+1]
+	if len(recs) > n {
+		recs = recs[:n]
 	}
-	// The log's first Limit+1 matches after the cursor, skipping callbacks
-	// with a record of their own (resent after their first delivery).
+	// The legacy log's first n matches after the cursor, skipping
+	// callbacks with a record of their own (resent after their first
+	// delivery).
 	var logs []listed
 	if f.Status == "" || f.Status == StatusDelivered {
 		l := ix.log
@@ -299,7 +290,7 @@ func (ix *index) list(f Filter) ([]listed, *string, error) {
 		if f.SiteID != "" {
 			site, siteOK = l.siteIdx[f.SiteID]
 		}
-		for i := l.search(key{after.seq, after.idx + 1}); siteOK && i < len(l.entries) && len(logs) <= f.Limit; i++ {
+		for i := l.search(key{after.seq, after.idx + 1}); siteOK && i < len(l.entries) && len(logs) < n; i++ {
 			e := l.entries[i]
 			if f.SiteID != "" && e.site != site {
 				continue
@@ -310,22 +301,20 @@ func (ix *index) list(f Filter) ([]listed, *string, error) {
 			logs = append(logs, listed{k: e.k, d: l.delivery(e), logged: true})
 		}
 	}
-	items := mergeSorted(recs, logs, f.Limit+1)
-	var next *string
-	if len(items) > f.Limit {
-		items = items[:f.Limit]
-		c := base64.RawURLEncoding.EncodeToString([]byte(items[len(items)-1].d.EventID))
-		next = &c
-	}
-	return items, next, nil
+	return mergeSorted(recs, logs, n)
 }
 
+// mergeSorted merges two listings in stream order, up to n items; a
+// callback in both (a legacy batch and a page) is listed once, from a.
 func mergeSorted(a, b []listed, n int) []listed {
 	out := make([]listed, 0, min(n, len(a)+len(b)))
 	for len(out) < n && (len(a) > 0 || len(b) > 0) {
-		if len(b) == 0 || (len(a) > 0 && a[0].k.cmp(b[0].k) < 0) {
+		switch {
+		case len(b) == 0 || (len(a) > 0 && a[0].k.cmp(b[0].k) < 0):
 			out, a = append(out, a[0]), a[1:]
-		} else {
+		case len(a) > 0 && a[0].k == b[0].k:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		default:
 			out, b = append(out, b[0]), b[1:]
 		}
 	}

@@ -147,8 +147,9 @@ func (e EventID) String() string {
 	return strconv.FormatUint(e.Seq, 10) + "-" + strconv.Itoa(e.Index)
 }
 
-// maxEventIndex is the most events one message holds (a uint16 index).
-const maxEventIndex = 1 << 16
+// MaxEventIndex is the highest index of an event in a message (the index
+// of an event id).
+const MaxEventIndex = 1 << 16
 
 // ParseEvent parses "<seq>-<index>", both in canonical decimal.
 func ParseEvent(s string) (EventID, error) {
@@ -161,7 +162,7 @@ func ParseEvent(s string) (EventID, error) {
 		return EventID{}, invalid("event id", s)
 	}
 	n, err := strconv.Atoi(b)
-	if err != nil || n < 0 || n > maxEventIndex || strconv.Itoa(n) != b {
+	if err != nil || n < 0 || n > MaxEventIndex || strconv.Itoa(n) != b {
 		return EventID{}, invalid("event id", s)
 	}
 	return EventID{Seq: seq, Index: n}, nil
