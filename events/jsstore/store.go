@@ -56,6 +56,10 @@ type Store struct {
 
 const snapshotBucket = "LEDGER_SNAPSHOTS"
 
+// maxSnapshotBytes bounds a snapshot's size as LoadSnapshot believes it
+// (a site's state is about 150 bytes a transaction).
+const maxSnapshotBytes = 4 << 30
+
 // Open creates (or updates) the ledger stream and the snapshot bucket.
 func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if o.Replicas <= 0 {
@@ -458,9 +462,20 @@ func (s *Store) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, 
 	if err != nil {
 		return 0, nil, fmt.Errorf("snapshot %s: bad seq %q", name, info.Metadata["seq"])
 	}
-	data, err := io.ReadAll(r)
-	if err != nil {
+	// Read into one buffer of the object's size: io.ReadAll would grow
+	// one by doubling, and a start-up reads a snapshot per site.
+	if info.Size > maxSnapshotBytes {
+		return 0, nil, fmt.Errorf("load snapshot %s: %d bytes, more than any snapshot", name, info.Size)
+	}
+	data := make([]byte, info.Size)
+	if _, err := io.ReadFull(r, data); err != nil {
 		return 0, nil, fmt.Errorf("load snapshot %s: %w", name, mapErr(err))
+	}
+	// Reading to the end is what checks the object's digest.
+	if rest, err := io.ReadAll(r); err != nil {
+		return 0, nil, fmt.Errorf("load snapshot %s: %w", name, mapErr(err))
+	} else if len(rest) != 0 {
+		return 0, nil, fmt.Errorf("load snapshot %s: longer than its size %d", name, info.Size)
 	}
 	return seq, data, nil
 }
