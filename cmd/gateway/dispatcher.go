@@ -78,6 +78,7 @@ type dispatcherOptions struct {
 	natsCreds   natsauth.Flags
 	natsAuth    jsstore.Auth
 	debugListen string
+	memoryLimit string
 	replicas    int
 	cb          callbackOptions
 }
@@ -100,8 +101,12 @@ func parseDispatcherFlags(args []string, stderr io.Writer) (dispatcherOptions, e
 	logLevelFlag(fs, &o.logLevel)
 	logFormatFlag(fs, &o.logFormat)
 	debugFlag(fs, &o.debugListen)
+	memoryLimitFlag(fs, &o.memoryLimit)
 	o.cb.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := checkMemoryLimit(o.memoryLimit); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -158,6 +163,7 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer nc.Close()
 	defer serveDebug(o.debugListen, log)()
+	setMemoryLimit(o.memoryLimit)
 	log.Info("callback dispatcher starting", "nats", o.nats, "natsAuth", o.natsAuth, "http", ln.Addr().String())
 	if err := dispatch(ctx, nc, o, m, &pr, log); err != nil && ctx.Err() == nil {
 		log.Error("callback dispatcher stopped", "err", err)

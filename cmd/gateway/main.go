@@ -74,6 +74,7 @@ type options struct {
 	logLevel                   string
 	logFormat                  string
 	debugListen                string
+	memoryLimit                string
 }
 
 // minAdminTokenLen is the shortest --admin-token accepted. The token is
@@ -106,8 +107,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	logLevelFlag(fs, &o.logLevel)
 	logFormatFlag(fs, &o.logFormat)
 	debugFlag(fs, &o.debugListen)
+	memoryLimitFlag(fs, &o.memoryLimit)
 	err := fs.Parse(args)
 	if err != nil {
+		return o, err
+	}
+	if err := checkMemoryLimit(o.memoryLimit); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -329,6 +334,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	handler.set(httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
 		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Logger: log, Metrics: m, MetricsHandler: m.Handler()}))
 	defer serveDebug(o.debugListen, log)()
+	setMemoryLimit(o.memoryLimit)
 	// Deposits expire at their expiresAt; the first sweep, once the state
 	// has caught up, expires those that fell due while no gateway ran.
 	sweepDone := make(chan struct{})

@@ -81,6 +81,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "demo allows private callbacks", args: []string{"--demo"},
 			check: func(t *testing.T, o options) { assert.True(t, o.cb.allowPrivate) }},
 		{name: "bad sync", args: []string{"--sync", "sometimes"}, wantErr: "--sync"},
+		{name: "memory limit", args: []string{"--admin-token", testToken, "--memory-limit", "450MiB"},
+			check: func(t *testing.T, o options) { assert.Equal(t, "450MiB", o.memoryLimit) }},
+		{name: "memory limit from env", env: map[string]string{"GATEWAY_MEMORY_LIMIT": "2GiB"}, args: []string{"--admin-token", testToken},
+			check: func(t *testing.T, o options) { assert.Equal(t, "2GiB", o.memoryLimit) }},
+		{name: "memory limit that is no size", args: []string{"--memory-limit", "450MB"}, wantErr: "--memory-limit"},
 		{name: "batches picked for a durable embedded store", check: func(t *testing.T, o options) { assert.Equal(t, 16, o.batchMin) }},
 		{name: "no batches without fsync", args: []string{"--sync", "interval"}, check: func(t *testing.T, o options) { assert.Equal(t, 0, o.batchMin) }},
 		{name: "no batches on a replicated stream", args: []string{"--nats", "nats://a:4222", "--replicas", "3"},
@@ -155,7 +160,8 @@ func TestParseFlags(t *testing.T) {
 var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEWAY_ADMIN_TOKEN", "GATEWAY_ADMIN_TOKEN_FILE",
 	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
 	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
-	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL", "GATEWAY_BATCH_MIN"}
+	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL", "GATEWAY_BATCH_MIN",
+	"GATEWAY_MEMORY_LIMIT"}
 
 // newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
 // writes it.
@@ -244,6 +250,9 @@ func TestParseDispatcherFlags(t *testing.T) {
 		{name: "password without user", args: []string{"--nats", "nats://a:4222", "--nats-password", "pw"}, wantErr: "needs --nats-user"},
 		{name: "bad retry", args: []string{"--nats", "nats://a", "--callback-retry", "x"}, wantErr: "--callback-retry"},
 		{name: "stray argument", args: []string{"--nats", "nats://a", "now"}, wantErr: "unexpected argument"},
+		{name: "memory limit", args: []string{"--nats", "nats://a", "--memory-limit", "1GiB"},
+			check: func(t *testing.T, o dispatcherOptions) { assert.Equal(t, "1GiB", o.memoryLimit) }},
+		{name: "memory limit too small", args: []string{"--nats", "nats://a", "--memory-limit", "1MiB"}, wantErr: "less than 64MiB"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -818,6 +827,44 @@ func TestExternalNATS_wrongCredentials(t *testing.T) {
 			require.ErrorAs(t, err, &exit, "log:\n%s", out.String())
 			assert.Equal(t, 1, exit.ExitCode())
 			assert.Contains(t, out.String(), "Authorization Violation")
+		})
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    int64
+		wantErr string
+	}{
+		{in: "450MiB", want: 450 << 20},
+		{in: "2GiB", want: 2 << 30},
+		{in: "1TiB", want: 1 << 40},
+		{in: "131072KiB", want: 128 << 20},
+		{in: "536870912B", want: 512 << 20},
+		{in: "536870912", want: 512 << 20},
+		{in: "", wantErr: "not a size"},
+		{in: "MiB", wantErr: "not a size"},
+		{in: "450MB", wantErr: "not a size"},
+		{in: "450 MiB", wantErr: "not a size"},
+		{in: "+450MiB", wantErr: "not a size"},
+		{in: "0450MiB", wantErr: "not a size"},
+		{in: "-1GiB", wantErr: "not a size"},
+		{in: "0", wantErr: "not a size"},
+		{in: "1.5GiB", wantErr: "not a size"},
+		{in: "9999999999TiB", wantErr: "not a size"},
+		{in: "63MiB", wantErr: "less than 64MiB"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := parseByteSize(c.in)
+			if c.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
 		})
 	}
 }

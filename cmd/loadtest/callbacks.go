@@ -467,8 +467,8 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 			return err
 		}
 		start = time.Now()
-		p, err := startProc("dispatcher", o.gateway, append([]string{"callbacks", "--nats", "nats://" + natsAddr,
-			"--http", probeAddr, "--callback-allow-private"}, natsCreds...), filepath.Join(dir, "dispatcher.log"))
+		args := append([]string{"callbacks", "--nats", "nats://" + natsAddr, "--http", probeAddr, "--callback-allow-private"}, o.runtimeArgs()...)
+		p, err := startProc("dispatcher", o.gateway, append(args, natsCreds...), filepath.Join(dir, "dispatcher.log"))
 		if err != nil {
 			return err
 		}

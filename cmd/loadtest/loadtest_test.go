@@ -408,6 +408,7 @@ func TestValidate(t *testing.T) {
 		{"-gateway", "x", "-sites", "10", "-hot", "-0.1"},
 		{"-gateway", "x", "-restart", "-stop", "quit"},
 		{"-gateway", "x", "-kind", "callbacks", "-ref", "r"},
+		{"-url", "http://y", "-admin-token", "t", "-memory-limit", "450MiB"},
 	}
 	for _, a := range bad {
 		if _, err := parseFlags(a); err == nil {
@@ -422,6 +423,7 @@ func TestValidate(t *testing.T) {
 		{"-url", "http://127.0.0.1:18081, http://127.0.0.1:18082/", "-admin-token", "t", "-allow-errors"},
 		{"-gateway", "x", "-sites", "1000", "-hot", "0.5"},
 		{"-gateway", "x", "-kind", "callbacks", "-sites", "1000", "-restart", "-stop", "term"},
+		{"-gateway", "x", "-kind", "callbacks", "-memory-limit", "450MiB"},
 	}
 	for _, a := range good {
 		if _, err := parseFlags(a); err != nil {

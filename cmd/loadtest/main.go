@@ -109,6 +109,8 @@ type options struct {
 	json, keep, restart, refOnly, allowErrors, quiet bool
 	// stop is how -restart ends the gateway: kill or term.
 	stop string
+	// memoryLimit is passed to every spawned gateway as --memory-limit.
+	memoryLimit string
 }
 
 // parseFlags reads and validates the flags; usage errors exit with status 2
@@ -136,6 +138,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.verify, "verify", 0.01, "fraction of accepted requests looked up by processId (at least 100, or all)")
 	fs.BoolVar(&o.json, "json", false, "also print the final report as JSON on stdout")
 	fs.BoolVar(&o.restart, "restart", false, "after the checks, stop (see -stop) and restart the gateway, time it to ready and check again (needs -gateway)")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "run every spawned gateway (and dispatcher) with --memory-limit this (e.g. 450MiB)")
 	fs.StringVar(&o.stop, "stop", "kill", "how -restart stops the gateway: kill (SIGKILL, a crash) or term (SIGTERM, a graceful shutdown with its final snapshot)")
 	fs.StringVar(&o.ref, "ref", "", "path to a built refgw binary to run the same deposit load against first")
 	fs.BoolVar(&o.refOnly, "ref-only", false, "run only the refgw load (needs -ref)")
@@ -168,6 +171,8 @@ func (o *options) validate() error {
 		return errors.New("-url needs -admin-token")
 	case o.restart && o.gateway == "":
 		return errors.New("-restart needs -gateway")
+	case o.memoryLimit != "" && o.gateway == "":
+		return errors.New("-memory-limit needs -gateway (it is a flag of the spawned gateway)")
 	case o.kind != "deposit" && o.kind != "withdraw" && o.kind != "callbacks":
 		return errors.New("-kind must be deposit, withdraw or callbacks")
 	case o.kind == "callbacks" && (o.gateway == "" || o.ref != ""):
@@ -476,7 +481,7 @@ func spawnGateway(ctx context.Context, o options, dir string, r int, extra ...st
 	token := randomHex(24) // 48 characters: the gateway wants at least 32
 	g := &gatewayProc{
 		bin:  o.gateway,
-		args: append([]string{"--http", addr, "--data", data, "--admin-token", token, "--sync", o.sync, "--callback-allow-private"}, extra...),
+		args: append(append([]string{"--http", addr, "--data", data, "--admin-token", token, "--sync", o.sync, "--callback-allow-private"}, o.runtimeArgs()...), extra...),
 		log:  filepath.Join(dir, "gateway.log"),
 	}
 	if g.p, err = startProc("gateway", g.bin, g.args, g.log); err != nil {
@@ -490,6 +495,14 @@ func spawnGateway(ctx context.Context, o options, dir string, r int, extra ...st
 	}
 	logf("gateway ready on %s after %s (log: %s)", addr, d.Round(time.Millisecond), g.log)
 	return g, base, token, nil
+}
+
+// runtimeArgs are the flags every spawned gateway process takes.
+func (o options) runtimeArgs() []string {
+	if o.memoryLimit == "" {
+		return nil
+	}
+	return []string{"--memory-limit", o.memoryLimit}
 }
 
 // runGateway sets up, loads and checks the gateway (spawned or at -url),
