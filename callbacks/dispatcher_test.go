@@ -496,18 +496,7 @@ func TestDispatcher_listsLoggedAndRecordedInStreamOrder(t *testing.T) {
 		p, _ := d.List(context.Background(), Filter{Status: StatusDelivered})
 		return len(p.Items) == 9
 	}, "nine deliveries")
-	var got []Delivery
-	cursor := ""
-	for pages := 0; ; pages++ {
-		require.Less(t, pages, 10, "paging ends")
-		p, err := d.List(context.Background(), Filter{Cursor: cursor, Limit: 2})
-		require.NoError(t, err)
-		got = append(got, p.Items...)
-		if p.NextCursor == nil {
-			break
-		}
-		cursor = *p.NextCursor
-	}
+	got, _ := listAll(t, d, Filter{Limit: 2}, 10)
 	require.Len(t, got, 9)
 	for i, it := range got {
 		assert.Equal(t, txs[i], string(it.TransactionID), "item %d in stream order", i)

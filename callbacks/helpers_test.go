@@ -304,3 +304,19 @@ func count(cs []callback, pred func(callback) bool) int {
 
 // hasPrefix is a small readability helper for error strings.
 func hasPrefix(s *string, p string) bool { return s != nil && strings.HasPrefix(*s, p) }
+
+// listAll pages through d's listing with f, following nextCursor, in at
+// most maxPages requests.
+func listAll(t testing.TB, d *Dispatcher, f Filter, maxPages int) (all []Delivery, pages []records.Page[Delivery]) {
+	t.Helper()
+	for n := 0; ; n++ {
+		require.Less(t, n, maxPages, "paging ends")
+		p, err := d.List(context.Background(), f)
+		require.NoError(t, err)
+		all, pages = append(all, p.Items...), append(pages, p)
+		if p.NextCursor == nil {
+			return all, pages
+		}
+		f.Cursor = *p.NextCursor
+	}
+}

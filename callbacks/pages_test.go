@@ -208,18 +208,7 @@ func TestDispatcher_deliveryLogIsNotKeptInMemory(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 	for _, x := range []*Dispatcher{d, other} {
-		var got []Delivery
-		cursor := ""
-		for pages := 0; ; pages++ {
-			require.Less(t, pages, 100, "paging ends")
-			p, err := x.List(context.Background(), Filter{Cursor: cursor, Limit: 50})
-			require.NoError(t, err)
-			got = append(got, p.Items...)
-			if p.NextCursor == nil {
-				break
-			}
-			cursor = *p.NextCursor
-		}
+		got, _ := listAll(t, x, Filter{Limit: 50}, 100)
 		require.Len(t, got, len(txs))
 		for i, it := range got {
 			assert.Equal(t, txs[i], string(it.TransactionID), "item %d in stream order", i)
@@ -255,23 +244,16 @@ func TestDispatcher_listingScansBoundedPages(t *testing.T) {
 	d, _ := f.dispatcher(Config{})
 	d.pages.scanMax = 2
 	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "every callback delivered")
+	items, pages := listAll(t, d, Filter{Limit: 10, SiteID: "s1"}, 100)
 	var got []string
-	cursor := ""
+	for _, it := range items {
+		got = append(got, string(it.TransactionID))
+	}
 	empty := 0
-	for pages := 0; ; pages++ {
-		require.Less(t, pages, 100, "paging ends")
-		p, err := d.List(context.Background(), Filter{Cursor: cursor, Limit: 10, SiteID: "s1"})
-		require.NoError(t, err)
+	for _, p := range pages {
 		if len(p.Items) == 0 {
 			empty++
 		}
-		for _, it := range p.Items {
-			got = append(got, string(it.TransactionID))
-		}
-		if p.NextCursor == nil {
-			break
-		}
-		cursor = *p.NextCursor
 	}
 	assert.Equal(t, want, got)
 	assert.Positive(t, empty, "some requests stopped at the bound with nothing found")
