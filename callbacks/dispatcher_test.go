@@ -443,18 +443,7 @@ func TestDispatcher_loggedBeforeCrashIsNotDeliveredAgain(t *testing.T) {
 	f.createSite("s1", rcv.url("/"))
 	tx := f.deposit("s1", 10)
 	f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
-	// The connection dies after the delivery log holds the callback and
-	// before the message is acknowledged.
-	crashConn := f.conn("doomed")
-	var logged atomic.Bool
-	_, stop := f.dispatcher(Config{Conn: crashConn, afterLog: func([]string) {
-		if logged.CompareAndSwap(false, true) {
-			crashConn.Close()
-		}
-	}})
-	testkit.Eventually(t, testkit.WaitFor, logged.Load, "delivery logged")
-	stop()
-	require.False(t, f.consumerDone(), "the message is still unacknowledged")
+	f.crashAfterLog()
 
 	d, _ := f.dispatcher(Config{})
 	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "the redelivered message is acknowledged")

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,4 +320,20 @@ func listAll(t testing.TB, d *Dispatcher, f Filter, maxPages int) (all []Deliver
 		}
 		f.Cursor = *p.NextCursor
 	}
+}
+
+// crashAfterLog runs a dispatcher whose connection dies after the delivery
+// log holds a callback and before its message is acknowledged.
+func (f *fixture) crashAfterLog() {
+	f.t.Helper()
+	crashConn := f.conn("doomed")
+	var logged atomic.Bool
+	_, stop := f.dispatcher(Config{Conn: crashConn, afterLog: func([]string) {
+		if logged.CompareAndSwap(false, true) {
+			crashConn.Close()
+		}
+	}})
+	testkit.Eventually(f.t, testkit.WaitFor, logged.Load, "delivery logged")
+	stop()
+	require.False(f.t, f.consumerDone(), "the message is still unacknowledged")
 }

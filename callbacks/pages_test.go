@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,16 +270,7 @@ func TestDispatcher_readsLegacyLogBatches(t *testing.T) {
 	// Delivered and logged, and the process dies before the message is
 	// acknowledged; then its log entry is put the way earlier builds
 	// wrote it, instead of in a page.
-	crashConn := f.conn("doomed")
-	var logged atomic.Bool
-	_, stop := f.dispatcher(Config{Conn: crashConn, afterLog: func([]string) {
-		if logged.CompareAndSwap(false, true) {
-			crashConn.Close()
-		}
-	}})
-	testkit.Eventually(t, testkit.WaitFor, logged.Load, "delivery logged")
-	stop()
-	require.False(t, f.consumerDone(), "the message is still unacknowledged")
+	f.crashAfterLog()
 	require.Len(t, rcv.byTx(tx), 1)
 	js, err := jetstream.New(f.nc)
 	require.NoError(t, err)
