@@ -58,6 +58,9 @@ type ledgerOptions struct {
 	replicas int
 	// batchMin is jsstore.Options.BatchMin.
 	batchMin int
+	// files is the embedded server's directory (jsstore.Options.Files);
+	// empty with an external server.
+	files string
 	// snapshotEvery is how often the ledger snapshots changed sites (0:
 	// only when it closes).
 	snapshotEvery time.Duration
@@ -156,7 +159,7 @@ const startLimit = 2 * time.Minute
 // rewrite the configuration, e.g. scale a replicated stream down).
 func openStore(ctx context.Context, nc *nats.Conn, o ledgerOptions) (*jsstore.Store, error) {
 	if o.create {
-		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas, BatchMin: o.batchMin})
+		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas, BatchMin: o.batchMin, Files: o.files})
 	}
 	return jsstore.OpenExisting(ctx, nc, jsstore.Options{})
 }
@@ -168,4 +171,13 @@ func (l *ledgerState) close() {
 	if err := l.led.Close(ctx); err != nil {
 		l.log.Warn("ledger close", "err", err)
 	}
+}
+
+// embeddedDir is the embedded server's directory, whose block files the
+// store reads old messages from; empty with an external server.
+func embeddedDir(o options) string {
+	if o.nats != "" {
+		return ""
+	}
+	return o.data
 }

@@ -1,6 +1,11 @@
 package jsstore
 
-import "errors"
+import (
+	"context"
+	"errors"
+
+	"gateway/events"
+)
 
 // SetReadBatch makes Read pull n messages at a time (0: the default), so a
 // test can cross from the first fetch to the streaming read with few
@@ -27,4 +32,23 @@ func PublishBatch(s *Store, ps []Pending) (seqs []uint64, notStored bool, err er
 	}
 	seqs, err = s.publishBatch(batch)
 	return seqs, errors.Is(err, errBatchNotStored), err
+}
+
+// FilesState reports how many sealed blocks the block file index holds and
+// whether it stopped using the files (false, false: no index).
+func FilesState(s *Store) (blocks int, broken bool) {
+	if s.files == nil {
+		return 0, false
+	}
+	s.files.mu.Lock()
+	defer s.files.mu.Unlock()
+	return len(s.files.blocks), s.files.broken
+}
+
+// ServerGet reads seq through the server only.
+func ServerGet(ctx context.Context, s *Store, seq uint64) (events.Msg, error) {
+	files := s.files
+	defer func() { s.files = files }()
+	s.files = nil
+	return s.Get(ctx, seq)
 }

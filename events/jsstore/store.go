@@ -37,6 +37,11 @@ type Options struct {
 	// before sending, so that others join it (tests gather a batch so;
 	// the gateway sends at once).
 	Linger time.Duration
+	// Files is the store directory of the embedded server the connection
+	// goes to: Get then reads messages of the blocks the server has sealed
+	// from the block files, without making the server load whole blocks
+	// into memory (see blockget.go). Empty: every read asks the server.
+	Files string
 }
 
 // Store is the ledger's JetStream event store.
@@ -48,6 +53,8 @@ type Store struct {
 	name   string
 	// batch groups appends across subjects; nil: every append alone.
 	batch *batcher
+	// files reads sealed messages from the block files; nil: none.
+	files *blockIndex
 	// readBatch and readBytes override defaultReadBatch and
 	// defaultReadBytes (tests use small ones to cross from the first fetch
 	// to the streaming read, and to stay under a small server's limit).
@@ -118,6 +125,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	// messages one by one.
 	if o.BatchMin > 0 && st.CachedInfo().Config.AllowAtomicPublish {
 		s.batch = &batcher{s: s, min: max(o.BatchMin, 2), linger: o.Linger}
+	}
+	if o.Files != "" && o.Replicas == 1 && st.CachedInfo().Config.Compression == jetstream.NoCompression {
+		s.files = newBlockIndex(o.Files, o.Stream)
 	}
 	return s, nil
 }
@@ -214,6 +224,11 @@ func (s *Store) Get(ctx context.Context, seq uint64) (events.Msg, error) {
 	if seq == 0 {
 		// JetStream calls it a bad request; no message has it.
 		return events.Msg{}, fmt.Errorf("get 0: %w: sequences start at 1", events.ErrUnavailable)
+	}
+	if s.files != nil {
+		if m, err := s.files.get(seq); err == nil {
+			return m, nil
+		}
 	}
 	ctx, cancel := call(ctx)
 	defer cancel()
