@@ -29,9 +29,10 @@ import (
 // is a pread of the records between an indexed offset and the message; the
 // kernel's page cache, outside the process, keeps what is read often.
 //
-// The index holds the offset of every indexStride-th record of each sealed
-// block (about 2 KiB per 8 MiB block of 1 KiB messages); it grows as the
-// server seals blocks. Every message read is checked (length, checksum,
+// The index knows each sealed block's first sequence (one record header
+// read), and the offset of every indexStride-th record of each block read
+// from (about 2 KiB per 8 MiB block of 1 KiB messages), scanned the first
+// time the block is needed. Every message read is checked (length, checksum,
 // sequence), and anything unexpected (a removed message, a rewritten
 // block) sends this and every later read to the server instead: the files
 // are an optimisation, the server the authority.
@@ -40,7 +41,7 @@ type blockIndex struct {
 	mdir   string
 
 	mu     sync.Mutex
-	blocks []*indexedBlock // the sealed blocks with records, by block index
+	blocks []*indexedBlock // the sealed blocks, by block index
 	// refreshed is when the block files were last listed.
 	refreshed time.Time
 	// broken stops the use of the files after a check failed.
@@ -54,10 +55,13 @@ type indexedBlock struct {
 	index uint32
 	path  string
 	key   [32]byte // checksum key: SHA-256 of "<stream>-<index>"
-	first uint64   // the first record's sequence (0: no record)
-	next  uint64   // the sequence after the last record
-	end   int64    // the offset after the last record
-	offs  []uint32 // offs[i]: offset of the record of sequence first+i*indexStride
+	first uint64   // the first record's sequence
+	next  uint64   // the next block's first sequence
+
+	// The offsets are read when the block is first needed, under mu.
+	mu      sync.Mutex
+	scanned bool
+	offs    []uint32 // offs[i]: offset of the record of sequence first+i*indexStride
 }
 
 func newBlockIndex(dir, stream string) *blockIndex {
@@ -88,22 +92,32 @@ func (x *blockIndex) get(seq uint64) (events.Msg, error) {
 // sequence.
 func (x *blockIndex) locate(seq uint64) (*indexedBlock, int64, uint64, error) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	if x.broken {
+		x.mu.Unlock()
 		return nil, 0, 0, errNotInFiles
 	}
 	b := x.find(seq)
 	if b == nil {
 		if err := x.refresh(); err != nil {
 			x.broken = true
+			x.mu.Unlock()
 			return nil, 0, 0, fmt.Errorf("%w: %w", errNotInFiles, err)
 		}
-		if b = x.find(seq); b == nil {
-			return nil, 0, 0, errNotInFiles
-		}
+		b = x.find(seq)
+	}
+	x.mu.Unlock()
+	if b == nil {
+		return nil, 0, 0, errNotInFiles
+	}
+	offs, err := b.offsets()
+	if err != nil {
+		x.mu.Lock()
+		x.broken = true
+		x.mu.Unlock()
+		return nil, 0, 0, fmt.Errorf("%w: %w", errNotInFiles, err)
 	}
 	i := (seq - b.first) / indexStride
-	return b, int64(b.offs[i]), b.first + i*indexStride, nil
+	return b, int64(offs[i]), b.first + i*indexStride, nil
 }
 
 func (x *blockIndex) find(seq uint64) *indexedBlock {
@@ -122,11 +136,12 @@ func (x *blockIndex) find(seq uint64) *indexedBlock {
 	return x.blocks[i]
 }
 
-// refresh indexes the blocks the server has finished writing: every block
-// file but the newest. The newest is the one the server appends to and
-// holds in memory anyway, so reading from it costs the server nothing; a
-// sealed block never changes. It lists the directory at most once per
-// refreshEvery.
+// refresh learns of the blocks the server has finished writing: every
+// block file but the newest, whose first sequences (one record header
+// each) say which block holds which sequences. The newest is the one the
+// server appends to and holds in memory anyway, so reading from it costs
+// the server nothing; a sealed block never changes. It lists the
+// directory at most once per refreshEvery.
 func (x *blockIndex) refresh() error {
 	if now := time.Now(); now.Sub(x.refreshed) < refreshEvery {
 		return nil
@@ -134,25 +149,41 @@ func (x *blockIndex) refresh() error {
 		x.refreshed = now
 	}
 	files, err := blockFiles(x.mdir)
-	if err != nil || len(files) < 2 {
+	if err != nil {
 		return err
 	}
-	for _, f := range files[:len(files)-1] {
-		var next uint64
-		if n := len(x.blocks); n > 0 {
-			if f.index <= x.blocks[n-1].index {
-				continue
-			}
-			next = x.blocks[n-1].next
+	var last uint32
+	if n := len(x.blocks); n > 0 {
+		last = x.blocks[n-1].index
+	}
+	var sealed []*indexedBlock
+	for _, f := range files {
+		if len(x.blocks) > 0 && f.index <= last {
+			continue
 		}
 		b := &indexedBlock{index: f.index, path: filepath.Join(x.mdir, f.name),
 			key: sha256.Sum256(fmt.Appendf(nil, "%s-%d", x.stream, f.index))}
-		if err := b.scan(next); err != nil {
-			return err
+		if b.first, err = firstSeq(b.path); err != nil {
+			return fmt.Errorf("block %d: %w", b.index, err)
 		}
 		if b.first != 0 {
-			x.blocks = append(x.blocks, b)
+			sealed = append(sealed, b)
 		}
+	}
+	// Each block ends where the next begins; the newest (the last one
+	// with a record) is not sealed yet.
+	prev := uint64(0)
+	if n := len(x.blocks); n > 0 {
+		prev = x.blocks[n-1].next
+	}
+	for i := 0; i+1 < len(sealed); i++ {
+		b := sealed[i]
+		b.next = sealed[i+1].first
+		if b.next <= b.first || (prev != 0 && b.first != prev) {
+			return fmt.Errorf("block %d: sequences %d to %d do not follow %d", b.index, b.first, b.next, prev)
+		}
+		prev = b.next
+		x.blocks = append(x.blocks, b)
 	}
 	return nil
 }
@@ -160,46 +191,60 @@ func (x *blockIndex) refresh() error {
 // refreshEvery bounds how often refresh lists the block files.
 const refreshEvery = time.Second
 
-// scan indexes a sealed block. want is the sequence its first record must
-// carry (0: any, for the first block).
-func (b *indexedBlock) scan(want uint64) error {
+// firstSeq reads the sequence of a block file's first record (0: none yet).
+func firstSeq(path string) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var head [blkRecordHead]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return 0, nil // empty, or its first record not written yet
+	}
+	seq := binary.LittleEndian.Uint64(head[4:])
+	if seq&(blkErasedBit|blkTombBit) != 0 || seq == 0 {
+		return 0, fmt.Errorf("first record %#x is no message", seq)
+	}
+	return seq, nil
+}
+
+// offsets scans the block once, checking that its records carry the
+// sequences first to next-1 in order, and returns their sparse offsets.
+func (b *indexedBlock) offsets() ([]uint32, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.scanned {
+		return b.offs, nil
+	}
 	f, err := os.Open(b.path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
 	le := binary.LittleEndian
 	var head [blkRecordHead]byte
-	for {
-		if _, err := io.ReadFull(r, head[:]); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("block %d at byte %d: %w", b.index, b.end, err)
+	var offs []uint32
+	var end int64
+	for seq := b.first; seq < b.next; seq++ {
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return nil, fmt.Errorf("block %d at byte %d: %w", b.index, end, err)
 		}
 		rl := le.Uint32(head[0:]) &^ blkHeaderBit
-		seq := le.Uint64(head[4:])
-		if rl < blkRecordHead+blkChecksum || rl > blkMaxRecord {
-			return fmt.Errorf("block %d at byte %d: length %d", b.index, b.end, rl)
-		}
-		if seq&(blkErasedBit|blkTombBit) != 0 {
-			return fmt.Errorf("block %d at byte %d: a removed message", b.index, b.end)
+		if rl < blkRecordHead+blkChecksum || rl > blkMaxRecord || le.Uint64(head[4:]) != seq {
+			return nil, fmt.Errorf("block %d at byte %d: not the record of sequence %d", b.index, end, seq)
 		}
 		if _, err := r.Discard(int(rl) - blkRecordHead); err != nil {
-			return fmt.Errorf("block %d at byte %d: %w", b.index, b.end, err)
-		}
-		switch {
-		case b.first == 0 && want != 0 && seq != want, b.first != 0 && seq != b.next:
-			return fmt.Errorf("block %d at byte %d: sequence %d out of order", b.index, b.end, seq)
-		case b.first == 0:
-			b.first = seq
+			return nil, fmt.Errorf("block %d at byte %d: %w", b.index, end, err)
 		}
 		if (seq-b.first)%indexStride == 0 {
-			b.offs = append(b.offs, uint32(b.end))
+			offs = append(offs, uint32(end))
 		}
-		b.next = seq + 1
-		b.end += int64(rl)
+		end += int64(rl)
 	}
+	b.offs, b.scanned = offs, true
+	return offs, nil
 }
 
 // readRecord reads the records of b from offset off (sequence at) up to
