@@ -169,7 +169,7 @@ func runDispatcher(ctx context.Context, args []string, stderr io.Writer) int {
 		log.Error("callback dispatcher stopped", "err", err)
 		return 1
 	}
-	log.Info("stopped")
+	log.Info("stopped", "peakRSSMiB", peakRSSMiB())
 	return 0
 }
 

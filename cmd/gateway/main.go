@@ -390,7 +390,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	stopDispatch()
 	<-dispatchDone
 	closeLedger()
-	log.Info("stopped")
+	log.Info("stopped", "peakRSSMiB", peakRSSMiB())
 	return nil
 }
 

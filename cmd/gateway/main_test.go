@@ -868,3 +868,15 @@ func TestParseByteSize(t *testing.T) {
 		})
 	}
 }
+
+// TestPeakRSSMiB: the peak the gateway logs when it stops covers memory it
+// touched earlier.
+func TestPeakRSSMiB(t *testing.T) {
+	b := make([]byte, 48<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	peak := peakRSSMiB()
+	assert.GreaterOrEqual(t, peak, 48.0, "VmHWM after touching 48 MiB")
+	assert.Equal(t, byte(1), b[len(b)-1])
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -62,4 +63,29 @@ func parseByteSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is less than 64MiB, too little for the gateway", s)
 	}
 	return n << shift, nil
+}
+
+// peakRSSMiB is the process's peak resident set so far (VmHWM, Linux; 0
+// elsewhere), logged when it stops: the whole life's peak, shutdown
+// included. The kernel's ru_maxrss, which a parent reads after the exit,
+// cannot serve: it starts from the parent's own resident set at the fork.
+func peakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				return 0
+			}
+			kb, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				return 0
+			}
+			return math.Round(kb/1024*10) / 10
+		}
+	}
+	return 0
 }

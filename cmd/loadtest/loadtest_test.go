@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPercentile checks nearest-rank percentiles on 1..1000 ms and the edges.
@@ -593,26 +597,49 @@ func TestCheckBinaries(t *testing.T) {
 	}
 }
 
-// TestProc_lifePeak: the peak of a process's whole life is the kernel's,
-// read once it ended; a child that touched 64 MiB reports at least that.
+// TestProc_lifePeak: the peak of a process's whole life is its own: a
+// child that touched 64 MiB and logged its VmHWM as it stops reports at
+// least that, and one that touched nothing reports little although this
+// process holds 200 MiB when it starts it (the kernel's ru_maxrss would
+// report those 200 MiB for the child).
 func TestProc_lifePeak(t *testing.T) {
-	if os.Getenv("LOADTEST_TOUCH_MIB") != "" {
-		b := make([]byte, 64<<20)
+	if mib := os.Getenv("LOADTEST_TOUCH_MIB"); mib != "" {
+		n, _ := strconv.Atoi(mib)
+		b := make([]byte, n<<20)
 		for i := range b {
 			b[i] = 1
 		}
+		peak, _, err := readRSS(os.Getpid())
+		if err != nil {
+			os.Exit(3)
+		}
+		fmt.Printf("time=now level=INFO msg=stopped peakRSSMiB=%.1f\n", peak)
 		os.Exit(int(b[len(b)-1]) - 1)
 	}
-	t.Setenv("LOADTEST_TOUCH_MIB", "64")
-	p, err := startProc("toucher", os.Args[0], []string{"-test.run=^TestProc_lifePeak$"}, filepath.Join(t.TempDir(), "toucher.log"))
-	if err != nil {
-		t.Fatal(err)
+	held := make([]byte, 200<<20)
+	for i := range held {
+		held[i] = 1
 	}
-	<-p.done
-	if p.waitErr != nil {
-		t.Fatalf("toucher: %v", p.waitErr)
+	_, parent, err := readRSS(os.Getpid())
+	require.NoError(t, err)
+	for _, c := range []struct {
+		touch int
+		check func(peak float64)
+	}{
+		{64, func(peak float64) { assert.GreaterOrEqual(t, peak, 64.0, "touched 64 MiB") }},
+		{1, func(peak float64) {
+			assert.Less(t, peak, parent/2, "touched 1 MiB: the parent's %.0f MiB are not the child's", parent)
+		}},
+	} {
+		t.Setenv("LOADTEST_TOUCH_MIB", strconv.Itoa(c.touch))
+		log := filepath.Join(t.TempDir(), "toucher.log")
+		// A first life in the same log, whose figure must not count.
+		require.NoError(t, os.WriteFile(log, []byte("msg=stopped peakRSSMiB=999\n"), 0o644))
+		p, err := startProc("toucher", os.Args[0], []string{"-test.run=^TestProc_lifePeak$"}, log)
+		require.NoError(t, err)
+		<-p.done
+		require.NoError(t, p.waitErr)
+		c.check(p.lifePeakMiB())
 	}
-	if peak := p.lifePeakMiB(); peak < 64 {
-		t.Errorf("life peak %.1f MiB, want at least 64", peak)
-	}
+	assert.Equal(t, byte(1), held[len(held)-1])
 }

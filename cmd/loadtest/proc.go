@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,6 +26,10 @@ type proc struct {
 	waitErr error         // valid after done is closed
 	logPath string
 	logFile *os.File
+	// logFrom is where this life's output starts in logPath.
+	logFrom int64
+	// hwm is the highest VmHWM (MiB) read from /proc while it ran.
+	hwm atomic.Uint64
 }
 
 // startProc runs bin with args, its stdout and stderr appended to logPath
@@ -34,13 +40,14 @@ func startProc(name, bin string, args []string, logPath string) (*proc, error) {
 		return nil, err
 	}
 	fmt.Fprintf(f, "==== %s %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(args, " "))
+	from, _ := f.Seek(0, io.SeekCurrent)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = f
 	cmd.Stderr = f
 	// Own process group: a Ctrl-C in the terminal reaches only the load test,
 	// which then stops the server itself in an orderly way.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), logPath: logPath, logFile: f}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), logPath: logPath, logFile: f, logFrom: from}
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -51,7 +58,33 @@ func startProc(name, bin string, args []string, logPath string) (*proc, error) {
 		f.Close()
 		close(p.done)
 	}()
+	go p.sampleHWM()
 	return p, nil
+}
+
+// sampleHWM reads the process's VmHWM every 100 ms while it runs.
+func (p *proc) sampleHWM() {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		p.readHWM()
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (p *proc) readHWM() {
+	if peak, _, err := readRSS(p.cmd.Process.Pid); err == nil {
+		for {
+			old := p.hwm.Load()
+			if math.Float64frombits(old) >= peak || p.hwm.CompareAndSwap(old, math.Float64bits(peak)) {
+				return
+			}
+		}
+	}
 }
 
 // exited reports whether the process has already ended.
@@ -82,17 +115,47 @@ func (p *proc) stop(grace time.Duration) error {
 }
 
 // lifePeakMiB is the process's peak resident set over its whole life, its
-// shutdown included: the kernel's ru_maxrss, which is its VmHWM when it
-// exited. 0 while it runs.
+// shutdown included, once it ended (0 before): the highest of the VmHWM
+// read from /proc while it ran (up to the moment of a SIGKILL) and the one
+// the gateway logs as it stops (peakRSSMiB=, after its final snapshot).
+// Not the kernel's ru_maxrss: a child started with fork and exec inherits
+// its parent's resident set at the fork in it, and the load test holds
+// hundreds of MiB by the time it restarts the gateway.
 func (p *proc) lifePeakMiB() float64 {
-	if !p.exited() || p.cmd.ProcessState == nil {
+	if !p.exited() {
 		return 0
 	}
-	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0
+	peak := math.Float64frombits(p.hwm.Load())
+	if logged, ok := loggedPeak(p.logPath, p.logFrom); ok {
+		peak = max(peak, logged)
 	}
-	return round2(float64(ru.Maxrss) / 1024)
+	return round2(peak)
+}
+
+// loggedPeak is the last peakRSSMiB= value in logPath after offset from.
+func loggedPeak(logPath string, from int64) (float64, bool) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return 0, false
+	}
+	peak, found := 0.0, false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		_, v, ok := strings.Cut(sc.Text(), "peakRSSMiB=")
+		if !ok {
+			continue
+		}
+		v, _, _ = strings.Cut(v, " ")
+		if x, err := strconv.ParseFloat(v, 64); err == nil {
+			peak, found = x, true
+		}
+	}
+	return peak, found
 }
 
 // end stops the process as -stop says: SIGTERM (a graceful shutdown, the
@@ -110,6 +173,7 @@ func (p *proc) kill() {
 	if p.exited() {
 		return
 	}
+	p.readHWM() // nothing happens after the kill
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }
