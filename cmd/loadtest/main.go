@@ -39,8 +39,9 @@
 // it again on the same data, prints restart_to_ready (process start to
 // /readyz 200) and repeats the balance, lookup and 503 checks. Every gateway
 // process the load test spawned reports, once it has ended,
-// gateway_life_peak: the peak resident set of its whole life (the kernel's
-// ru_maxrss, its VmHWM at exit), shutdown and start-up included.
+// gateway_life_peak: the peak resident set of its whole life, shutdown and
+// start-up included (its VmHWM: read from /proc while it runs, and logged by
+// the gateway as it stops; see proc.lifePeakMiB).
 //
 // With -ref (a refgw binary, built with
 // `cd /work/shared/bench && go build -o /tmp/benchbin/ ./cmd/...`) the same
