@@ -2,7 +2,6 @@ package jsstore
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -275,39 +274,14 @@ func readRecord(b *indexedBlock, off int64, at, seq uint64) (events.Msg, error) 
 		if _, err := f.ReadAt(rec, off); err != nil {
 			return events.Msg{}, fmt.Errorf("block %d at byte %d: %w", b.index, off, err)
 		}
-		return checkRecord(b, rec, hasHdr, seq)
-	}
-}
-
-// checkRecord checks a whole record (its checksum) and returns its message.
-func checkRecord(b *indexedBlock, rec []byte, hasHdr bool, seq uint64) (events.Msg, error) {
-	le := binary.LittleEndian
-	bad := func(why string) error { return fmt.Errorf("block %d, sequence %d: %s", b.index, seq, why) }
-	body := rec[blkRecordHead : len(rec)-blkChecksum]
-	slen := int(le.Uint16(rec[20:]))
-	if slen > len(body) {
-		return events.Msg{}, bad("subject length")
-	}
-	subj, rest := body[:slen], body[slen:]
-	var hdr []byte
-	if hasHdr {
-		if len(rest) < 4 || int(le.Uint32(rest)) > len(rest)-4 {
-			return events.Msg{}, bad("header length")
+		hh, err := highwayhash.New64(b.key[:])
+		if err != nil {
+			return events.Msg{}, err
 		}
-		hl := int(le.Uint32(rest))
-		hdr, rest = rest[4:4+hl], rest[4+hl:]
+		subj, data, why := checkRecord(hh, rec, hasHdr)
+		if why != "" {
+			return events.Msg{}, fmt.Errorf("block %d, sequence %d: %s", b.index, seq, why)
+		}
+		return events.Msg{Seq: seq, Subject: string(subj), Data: data}, nil
 	}
-	hh, err := highwayhash.New64(b.key[:])
-	if err != nil {
-		return events.Msg{}, err
-	}
-	hh.Write(rec[4:20])
-	hh.Write(subj)
-	hh.Write(hdr)
-	hh.Write(rest)
-	var sum [blkChecksum]byte
-	if !bytes.Equal(hh.Sum(sum[:0]), rec[len(rec)-blkChecksum:]) {
-		return events.Msg{}, bad("checksum mismatch")
-	}
-	return events.Msg{Seq: seq, Subject: string(subj), Data: rest[:len(rest):len(rest)]}, nil
 }

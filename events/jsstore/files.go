@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,7 +154,6 @@ func (r *blockReader) block(index uint32, buf []byte) error {
 	bad := func(off int, why string, args ...any) error {
 		return fmt.Errorf("%w: block %d, record at byte %d: %s", ErrFilesUnusable, index, off, fmt.Sprintf(why, args...))
 	}
-	var sum [blkChecksum]byte
 	for off := 0; off < len(buf); {
 		if len(buf)-off < blkRecordHead+blkChecksum {
 			return bad(off, "%d bytes left, less than a record", len(buf)-off)
@@ -163,33 +163,15 @@ func (r *blockReader) block(index uint32, buf []byte) error {
 		hasHdr := rl&blkHeaderBit != 0
 		rl &^= blkHeaderBit
 		seq := le.Uint64(head[4:])
-		slen := int(le.Uint16(head[20:]))
 		if rl < blkRecordHead+blkChecksum || rl > blkMaxRecord || int(rl) > len(buf)-off {
 			return bad(off, "length %d", rl)
 		}
 		if seq&(blkErasedBit|blkTombBit) != 0 {
 			return bad(off, "a removed message")
 		}
-		body := buf[off+blkRecordHead : off+int(rl)-blkChecksum]
-		if slen > len(body) {
-			return bad(off, "subject length %d", slen)
-		}
-		subj, rest := body[:slen], body[slen:]
-		var hdr []byte
-		if hasHdr {
-			if len(rest) < 4 || int(le.Uint32(rest)) > len(rest)-4 {
-				return bad(off, "header length")
-			}
-			hl := int(le.Uint32(rest))
-			hdr, rest = rest[4:4+hl], rest[4+hl:]
-		}
-		hh.Reset()
-		hh.Write(head[4:20])
-		hh.Write(subj)
-		hh.Write(hdr)
-		hh.Write(rest)
-		if !bytes.Equal(hh.Sum(sum[:0]), buf[off+int(rl)-blkChecksum:off+int(rl)]) {
-			return bad(off, "checksum mismatch (seq %d)", seq)
+		subj, data, why := checkRecord(hh, buf[off:off+int(rl)], hasHdr)
+		if why != "" {
+			return bad(off, "%s (seq %d)", why, seq)
 		}
 		if seq != r.next {
 			return bad(off, "sequence %d where %d was due", seq, r.next)
@@ -200,7 +182,7 @@ func (r *blockReader) block(index uint32, buf []byte) error {
 				sub = string(subj)
 				r.subjects[sub] = sub
 			}
-			if err := r.fn(events.Msg{Seq: seq, Subject: sub, Data: rest[:len(rest):len(rest)]}); err != nil {
+			if err := r.fn(events.Msg{Seq: seq, Subject: sub, Data: data}); err != nil {
 				r.next++
 				return err
 			}
@@ -209,4 +191,35 @@ func (r *blockReader) block(index uint32, buf []byte) error {
 		off += int(rl)
 	}
 	return nil
+}
+
+// checkRecord checks one whole record (hasHdr: its length had the header
+// bit) against its checksum, hh keyed for its block, and returns its
+// subject and message (slices of rec); why says what is wrong, if anything.
+func checkRecord(hh hash.Hash64, rec []byte, hasHdr bool) (subj, data []byte, why string) {
+	le := binary.LittleEndian
+	body := rec[blkRecordHead : len(rec)-blkChecksum]
+	slen := int(le.Uint16(rec[20:]))
+	if slen > len(body) {
+		return nil, nil, fmt.Sprintf("subject length %d", slen)
+	}
+	subj, rest := body[:slen], body[slen:]
+	var hdr []byte
+	if hasHdr {
+		if len(rest) < 4 || int(le.Uint32(rest)) > len(rest)-4 {
+			return nil, nil, "header length"
+		}
+		hl := int(le.Uint32(rest))
+		hdr, rest = rest[4:4+hl], rest[4+hl:]
+	}
+	hh.Reset()
+	hh.Write(rec[4:20])
+	hh.Write(subj)
+	hh.Write(hdr)
+	hh.Write(rest)
+	var sum [blkChecksum]byte
+	if !bytes.Equal(hh.Sum(sum[:0]), rec[len(rec)-blkChecksum:]) {
+		return nil, nil, "checksum mismatch"
+	}
+	return subj, rest[:len(rest):len(rest)], ""
 }
