@@ -64,7 +64,7 @@ type indexedBlock struct {
 }
 
 func newBlockIndex(dir, stream string) *blockIndex {
-	return &blockIndex{stream: stream, mdir: filepath.Join(dir, "jetstream", "$G", "streams", stream, "msgs")}
+	return &blockIndex{stream: stream, mdir: msgsDir(dir, stream)}
 }
 
 // errNotInFiles sends a read to the server.

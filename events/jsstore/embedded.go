@@ -16,9 +16,13 @@ type ServerConfig struct {
 	// Dir is the JetStream store directory.
 	Dir string
 	// SyncAlways fsyncs every message before it is acknowledged. Without
-	// it the server syncs every 2 minutes and a machine crash can lose
-	// acknowledged writes.
+	// it the server syncs every SyncInterval and a machine crash can lose
+	// acknowledged writes, unless the one process writing to it fsyncs the
+	// files itself (Options.SyncFiles).
 	SyncAlways bool
+	// SyncInterval is how often a server without SyncAlways fsyncs what
+	// it wrote; 0: nats-server's default, 2 minutes.
+	SyncInterval time.Duration
 	// Listen exposes the client port ("host:port"); empty: in-process only.
 	Listen string
 	// Auth is the only credential the server accepts, on the port and in
@@ -36,10 +40,13 @@ func RunServer(c ServerConfig) (*server.Server, error) {
 		JetStream:  true,
 		StoreDir:   c.Dir,
 		SyncAlways: c.SyncAlways,
-		NoSigs:     true,
-		NoLog:      true,
-		Port:       server.RANDOM_PORT,
-		Host:       "127.0.0.1",
+		// The server keeps a configured interval as it is (0 picks its
+		// default).
+		SyncInterval: c.SyncInterval,
+		NoSigs:       true,
+		NoLog:        true,
+		Port:         server.RANDOM_PORT,
+		Host:         "127.0.0.1",
 		// A ledger message may hold a group of events; allow large ones.
 		MaxPayload: 8 << 20,
 	}

@@ -3,6 +3,7 @@ package jsstore
 import (
 	"context"
 	"errors"
+	"os"
 
 	"gateway/events"
 )
@@ -51,4 +52,25 @@ func ServerGet(ctx context.Context, s *Store, seq uint64) (events.Msg, error) {
 	defer func() { s.files = files }()
 	s.files = nil
 	return s.Get(ctx, seq)
+}
+
+// WatchFsync makes every fsync of the store's own (Options.SyncFiles) call
+// fn with the path first; an error from fn is the fsync's.
+func WatchFsync(s *Store, fn func(path string) error) {
+	s.fsync.sync = func(f *os.File) error {
+		if err := fn(f.Name()); err != nil {
+			return err
+		}
+		return f.Sync()
+	}
+}
+
+// FsyncNextWaiters is how many wait for the store's next fsync round.
+func FsyncNextWaiters(s *Store) int {
+	s.fsync.mu.Lock()
+	defer s.fsync.mu.Unlock()
+	if s.fsync.next == nil {
+		return 0
+	}
+	return s.fsync.next.waiters
 }

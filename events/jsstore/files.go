@@ -78,7 +78,7 @@ func (s *Store) ReadFiles(ctx context.Context, dir string, from uint64, fn func(
 	case info.State.Msgs > 0 && info.State.FirstSeq != 1:
 		return from, fmt.Errorf("%w: the stream starts at sequence %d", ErrFilesUnusable, info.State.FirstSeq)
 	}
-	mdir := filepath.Join(dir, "jetstream", "$G", "streams", s.name, "msgs")
+	mdir := msgsDir(dir, s.name)
 	blocks, err := blockFiles(mdir)
 	if err != nil {
 		return from, fmt.Errorf("%w: %w", ErrFilesUnusable, err)

@@ -42,6 +42,12 @@ type Options struct {
 	// from the block files, without making the server load whole blocks
 	// into memory (see blockget.go). Empty: every read asks the server.
 	Files string
+	// SyncFiles says the embedded server under Files does not fsync: the
+	// store then fsyncs the stream's block files itself, once for every
+	// group of appends acknowledged meanwhile, before it answers them, and
+	// hands out no message that is not on disk yet (see filesync.go). Only
+	// for a server this process alone writes to, with one replica.
+	SyncFiles bool
 }
 
 // Store is the ledger's JetStream event store.
@@ -55,6 +61,9 @@ type Store struct {
 	batch *batcher
 	// files reads sealed messages from the block files; nil: none.
 	files *blockIndex
+	// fsync makes acknowledged appends durable (Options.SyncFiles); nil:
+	// the server does.
+	fsync *fileSync
 	// readBatch and readBytes override defaultReadBatch and
 	// defaultReadBytes (tests use small ones to cross from the first fetch
 	// to the streaming read, and to stay under a small server's limit).
@@ -129,6 +138,12 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if o.Files != "" && o.Replicas == 1 && st.CachedInfo().Config.Compression == jetstream.NoCompression {
 		s.files = newBlockIndex(o.Files, o.Stream)
 	}
+	if o.SyncFiles {
+		if o.Files == "" || o.Replicas != 1 {
+			return nil, fmt.Errorf("open %s: the store can fsync the block files of an embedded server with one replica only (files %q, replicas %d)", o.Stream, o.Files, o.Replicas)
+		}
+		s.fsync = newFileSync(o.Files, o.Stream)
+	}
 	return s, nil
 }
 
@@ -147,11 +162,45 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 //
 // Appends that wait at the same moment may travel together as one atomic
 // batch (see batch.go); each still gets exactly one of these answers.
+//
+// With Options.SyncFiles an append is answered once it is on disk.
 func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
-	if b := s.batch; b != nil && !b.off.Load() {
-		return b.append(ctx, subject, expectLast, data)
+	if s.fsync != nil {
+		if err := s.fsync.usable(); err != nil {
+			return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, err)
+		}
 	}
-	return s.appendOne(ctx, subject, expectLast, data)
+	var seq uint64
+	var err error
+	if b := s.batch; b != nil && !b.off.Load() {
+		seq, err = b.append(ctx, subject, expectLast, data)
+	} else {
+		seq, err = s.appendOne(ctx, subject, expectLast, data)
+	}
+	if err != nil || s.fsync == nil {
+		return seq, err
+	}
+	if err := s.fsync.stored(ctx, seq); err != nil {
+		return 0, fmt.Errorf("append %s at %d: %w", subject, expectLast, err)
+	}
+	return seq, nil
+}
+
+// handOut returns m once it is on disk (see onDisk).
+func (s *Store) handOut(ctx context.Context, m events.Msg) (events.Msg, error) {
+	if err := s.onDisk(ctx, m.Seq); err != nil {
+		return events.Msg{}, err
+	}
+	return m, nil
+}
+
+// onDisk waits, with Options.SyncFiles, until the stored message at seq is
+// on disk too, so that nothing a power loss could take back is handed out.
+func (s *Store) onDisk(ctx context.Context, seq uint64) error {
+	if s.fsync == nil {
+		return nil
+	}
+	return s.fsync.visible(ctx, seq)
 }
 
 // appendOne stores one message on its own (see Append).
@@ -227,27 +276,27 @@ func (s *Store) Get(ctx context.Context, seq uint64) (events.Msg, error) {
 	}
 	if s.files != nil {
 		if m, err := s.files.get(seq); err == nil {
-			return m, nil
+			return s.handOut(ctx, m)
 		}
 	}
-	ctx, cancel := call(ctx)
+	cctx, cancel := call(ctx)
 	defer cancel()
-	m, err := s.stream.GetMsg(ctx, seq)
+	m, err := s.stream.GetMsg(cctx, seq)
 	if err != nil {
 		return events.Msg{}, fmt.Errorf("get %d: %w", seq, mapErr(err))
 	}
-	return events.Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
+	return s.handOut(ctx, events.Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data})
 }
 
 // Next reads the first message of subject at or after seq.
 func (s *Store) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
-	ctx, cancel := call(ctx)
+	cctx, cancel := call(ctx)
 	defer cancel()
-	m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+	m, err := s.stream.GetMsg(cctx, seq, jetstream.WithGetMsgSubject(subject))
 	if err != nil {
 		return events.Msg{}, fmt.Errorf("next %s from %d: %w", subject, seq, mapErr(err))
 	}
-	return events.Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data}, nil
+	return s.handOut(ctx, events.Msg{Seq: m.Sequence, Subject: m.Subject, Data: m.Data})
 }
 
 // LastSeq returns the stream's last sequence (0 when empty).
@@ -337,6 +386,9 @@ func (s *Store) readFirst(ctx context.Context, filter string, from uint64, fn fu
 		if err != nil {
 			return 0, false, fmt.Errorf("read %s: metadata: %w", filter, err)
 		}
+		if err := s.onDisk(ctx, md.Sequence.Stream); err != nil {
+			return 0, false, fmt.Errorf("read %s: %w", filter, err)
+		}
 		if err := fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
 			return 0, false, err
 		}
@@ -373,6 +425,9 @@ func (s *Store) readRest(ctx context.Context, filter string, from uint64, fn fun
 		md, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("read %s: metadata: %w", filter, err)
+		}
+		if err := s.onDisk(ctx, md.Sequence.Stream); err != nil {
+			return fmt.Errorf("read %s: %w", filter, err)
 		}
 		if err := fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
 			return err
@@ -440,6 +495,12 @@ func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(
 		md, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("follow %s: metadata: %w", filter, err)
+		}
+		if err := s.onDisk(ctx, md.Sequence.Stream); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("follow %s: %w", filter, err)
 		}
 		fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()})
 	}

@@ -22,6 +22,14 @@ func TestStore_contract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Store { return testkit.NewStore(t) })
 }
 
+// The contract again with the server fsyncing every message (a server with
+// a port for other processes, or an external one) instead of the store.
+func TestStore_contractServerFsyncs(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Store {
+		return testkit.StartServer(t, jsstore.ServerConfig{SyncAlways: true}).Store("test")
+	})
+}
+
 func TestStore_readAndFollow(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)

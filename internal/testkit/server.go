@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -107,10 +108,12 @@ func OpenStore(t testing.TB, nc *nats.Conn, o jsstore.Options) *jsstore.Store {
 	return st
 }
 
-// NewStore starts a server of its own, with SyncAlways as the gateway runs
-// in production, and opens the ledger store on it: the one-line setup of a
-// test that needs nothing else.
+// NewStore starts a server of its own and opens the ledger store on it as
+// the gateway runs by default (the store fsyncs the server's files before
+// it answers an append): the one-line setup of a test that needs nothing
+// else.
 func NewStore(t testing.TB) *jsstore.Store {
 	t.Helper()
-	return StartServer(t, jsstore.ServerConfig{SyncAlways: true}).Store("test")
+	srv := StartServer(t, jsstore.ServerConfig{SyncInterval: time.Second})
+	return OpenStore(t, srv.Conn("test"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
 }

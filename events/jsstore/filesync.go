@@ -1,0 +1,257 @@
+package jsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"gateway/events"
+)
+
+// fileSync makes the acknowledged appends of an embedded server that does
+// not fsync durable, with one fsync of the stream's block files for every
+// group of appends acknowledged meanwhile, whatever their subjects
+// (docs/ARCHITECTURE.md, "One fsync for many sites").
+//
+// It rests on how nats-server stores a message of a stream with one replica
+// when it is not told to fsync every message: the record is written to the
+// block file (a write(2) into the kernel's page cache) before the message is
+// acknowledged (TestFileSync_writtenBeforeAcknowledged checks it on the
+// version this module builds with). So:
+//   - a process killed after the acknowledgement loses nothing: the kernel
+//     holds the write;
+//   - a machine that loses power loses nothing acknowledged by the store:
+//     an append is answered only after an fsync of the block files that
+//     started after its acknowledgement, and every such fsync covers every
+//     write made before it started;
+//   - nothing that is not on disk is shown: every message the store hands
+//     out (Get, Next, Read, Follow) waits until it is, so neither the
+//     ledger's state, nor a status lookup, nor a callback can tell of a
+//     message that a power loss could take back.
+//
+// Only the process that runs the embedded server can fsync its files, so
+// this serves a server nobody else writes to (no listening port).
+type fileSync struct {
+	mdir string
+	// acked is the highest sequence acknowledged to an append of this
+	// process: written to the files before the acknowledgement.
+	acked atomic.Uint64
+	// durable is the highest sequence known to be on disk.
+	durable atomic.Uint64
+
+	mu      sync.Mutex
+	running *syncRound // the round under way
+	next    *syncRound // the round that starts after it
+	failed  error      // an fsync failed: nothing is answered any more
+
+	// The files, used by the round under way only.
+	cur    *os.File // the newest block known
+	curIdx uint32
+	// sync is (*os.File).Sync; tests watch it.
+	sync func(*os.File) error
+}
+
+// syncRound is one fsync of the block files and of those waiting for it.
+type syncRound struct {
+	// need is the highest sequence a waiter asked for; covers is acked
+	// when the round started. Both are on disk once it is done.
+	need, covers uint64
+	// waiters is how many joined it.
+	waiters int
+	done    chan struct{}
+	err     error
+}
+
+func newFileSync(dir, stream string) *fileSync {
+	return &fileSync{mdir: msgsDir(dir, stream), sync: (*os.File).Sync}
+}
+
+// msgsDir is where the embedded server under dir keeps a stream's blocks.
+func msgsDir(dir, stream string) string {
+	return filepath.Join(dir, "jetstream", "$G", "streams", stream, "msgs")
+}
+
+// errSyncFailed is the sticky failure: after a failed fsync the kernel may
+// have dropped the writes it could not make, so what the server holds is no
+// longer known to be on disk.
+var errSyncFailed = errors.New("an fsync of the ledger's block files failed; restart the gateway")
+
+// usable says whether appends may still be sent.
+func (f *fileSync) usable() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
+// stored waits until the message an append was just acknowledged at seq is
+// on disk. The message is in the stream whatever happens here, so a wait
+// that ends otherwise is an unknown outcome for the caller to settle.
+func (f *fileSync) stored(ctx context.Context, seq uint64) error {
+	for {
+		old := f.acked.Load()
+		if seq <= old || f.acked.CompareAndSwap(old, seq) {
+			break
+		}
+	}
+	if err := f.wait(ctx, seq); err != nil {
+		return fmt.Errorf("%w: stored at %d, not known to be on disk: %v", events.ErrOutcomeUnknown, seq, err)
+	}
+	return nil
+}
+
+// visible waits until the message at seq, which the server has stored, is
+// on disk; it is an error only when that cannot be known.
+func (f *fileSync) visible(ctx context.Context, seq uint64) error {
+	if err := f.wait(ctx, seq); err != nil {
+		return fmt.Errorf("message %d: %w: not known to be on disk: %v", seq, events.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// wait returns once an fsync that started after seq was written has ended.
+// The caller knows seq is written (acknowledged, or read from the server).
+func (f *fileSync) wait(ctx context.Context, seq uint64) error {
+	if seq <= f.durable.Load() {
+		return nil
+	}
+	f.mu.Lock()
+	if f.failed != nil {
+		f.mu.Unlock()
+		return f.failed
+	}
+	r := f.running
+	if r == nil || seq > r.covers {
+		// The round under way may have started before seq was
+		// written: the next one surely starts after.
+		if f.next == nil {
+			f.next = &syncRound{done: make(chan struct{})}
+			if f.running == nil {
+				go f.run()
+			}
+		}
+		r = f.next
+		r.need = max(r.need, seq)
+	}
+	r.waiters++
+	f.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run makes rounds while anyone waits for one.
+func (f *fileSync) run() {
+	f.mu.Lock()
+	for f.next != nil && f.failed == nil {
+		r := f.next
+		f.next, f.running = nil, r
+		r.covers = f.acked.Load()
+		f.mu.Unlock()
+		err := f.syncFiles()
+		f.mu.Lock()
+		if err != nil {
+			f.failed = fmt.Errorf("%w: %v", errSyncFailed, err)
+			r.err = f.failed
+		} else {
+			for d := max(r.need, r.covers); ; {
+				old := f.durable.Load()
+				if d <= old || f.durable.CompareAndSwap(old, d) {
+					break
+				}
+			}
+		}
+		f.running = nil
+		close(r.done)
+	}
+	if f.next != nil {
+		// Failed: those waiting for the next round learn it too.
+		f.next.err = f.failed
+		close(f.next.done)
+		f.next = nil
+	}
+	f.mu.Unlock()
+}
+
+// syncFiles fsyncs every block file written since the last round: the
+// newest known and any the server started since, and then the directory if
+// a block was started (a new file is found after a power loss only if its
+// directory entry is on disk too).
+func (f *fileSync) syncFiles() error {
+	newDir := false
+	if f.cur == nil {
+		files, err := blockFiles(f.mdir)
+		if err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			return fmt.Errorf("no message block in %s", f.mdir)
+		}
+		if err := f.open(files[len(files)-1].index); err != nil {
+			return err
+		}
+		newDir = true
+	}
+	for {
+		nf, err := os.Open(f.blockPath(f.curIdx + 1))
+		if errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		// The block before is full: its last records go to disk first.
+		if err := f.sync(f.cur); err != nil {
+			nf.Close()
+			return fmt.Errorf("fsync block %d: %w", f.curIdx, err)
+		}
+		f.cur.Close()
+		f.cur, f.curIdx, newDir = nf, f.curIdx+1, true
+	}
+	if err := f.sync(f.cur); err != nil {
+		return fmt.Errorf("fsync block %d: %w", f.curIdx, err)
+	}
+	// The server never rewrites a block of this stream (no message is
+	// ever removed from it); were the file at the path replaced anyway,
+	// the one synced would not be the one read after a restart.
+	held, err := f.cur.Stat()
+	if err != nil {
+		return err
+	}
+	if now, err := os.Stat(f.blockPath(f.curIdx)); err != nil || !os.SameFile(held, now) {
+		return fmt.Errorf("block %d was replaced while open", f.curIdx)
+	}
+	if newDir {
+		d, err := os.Open(f.mdir)
+		if err != nil {
+			return err
+		}
+		err = f.sync(d)
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("fsync %s: %w", f.mdir, err)
+		}
+	}
+	return nil
+}
+
+func (f *fileSync) open(idx uint32) error {
+	nf, err := os.Open(f.blockPath(idx))
+	if err != nil {
+		return err
+	}
+	f.cur, f.curIdx = nf, idx
+	return nil
+}
+
+func (f *fileSync) blockPath(idx uint32) string {
+	return filepath.Join(f.mdir, strconv.FormatUint(uint64(idx), 10)+".blk")
+}

@@ -1,0 +1,309 @@
+package jsstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events"
+	"gateway/events/jsstore"
+	"gateway/internal/testkit"
+)
+
+// syncedStore starts a server that does not fsync and opens a store that
+// does it itself (Options.SyncFiles), as the gateway runs by default.
+func syncedStore(t *testing.T) (*testkit.Server, *jsstore.Store) {
+	t.Helper()
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	return srv, testkit.OpenStore(t, srv.Conn("writer"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+}
+
+func msgsDir(srv *testkit.Server) string {
+	return filepath.Join(srv.Dir(), "jetstream", "$G", "streams", events.StreamName, "msgs")
+}
+
+// blocksHold reports whether the stream's block files, read now, hold data.
+func blocksHold(t *testing.T, mdir string, data []byte) bool {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(mdir, "*.blk"))
+	require.NoError(t, err)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		if bytes.Contains(b, data) {
+			return true
+		}
+	}
+	return false
+}
+
+func randomData(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// What the store's own fsync rests on: a server that does not fsync every
+// message still writes it to its block file before acknowledging it. A
+// nats-server that buffered the write past the acknowledgement would make
+// an fsync after the acknowledgement miss it.
+func TestFileSync_writtenBeforeAcknowledged(t *testing.T) {
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	st := srv.Store("plain")
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 200 {
+		subj := siteSubject(fmt.Sprint("w", i%9))
+		last, err := st.LastFor(ctx, subj)
+		require.NoError(t, err)
+		data := randomData(rng, 64+i)
+		_, err = st.Append(ctx, subj, last, data)
+		require.NoError(t, err)
+		require.True(t, blocksHold(t, msgsDir(srv), data), "append %d acknowledged before it was written to a block file", i)
+	}
+}
+
+// fsyncLog records every fsync the store makes: the path, and for a block
+// file what the file held when it was fsynced.
+type fsyncLog struct {
+	mu    sync.Mutex
+	paths []string
+	held  [][]byte
+	// gate, when set, holds the next fsync until it is closed.
+	gate chan struct{}
+	// fail, when set, is the answer of every fsync.
+	fail error
+}
+
+func (l *fsyncLog) watch(t *testing.T, st *jsstore.Store) {
+	jsstore.WatchFsync(st, func(path string) error {
+		l.mu.Lock()
+		gate, fail := l.gate, l.fail
+		l.gate = nil
+		l.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
+		if fail != nil {
+			return fail
+		}
+		var held []byte
+		if strings.HasSuffix(path, ".blk") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			held = b
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.paths = append(l.paths, path)
+		l.held = append(l.held, held)
+		return nil
+	})
+}
+
+// syncedWith reports whether an fsync so far covered data.
+func (l *fsyncLog) syncedWith(data []byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, h := range l.held {
+		if bytes.Contains(h, data) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *fsyncLog) blockSyncs() (n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.paths {
+		if strings.HasSuffix(p, ".blk") {
+			n++
+		}
+	}
+	return n
+}
+
+// Every append is answered only after an fsync of a block file holding it,
+// and the appends acknowledged while one fsync runs share the next one.
+func TestFileSync_answersAfterOneFsyncForMany(t *testing.T) {
+	srv, st := syncedStore(t)
+	ctx := context.Background()
+	var log fsyncLog
+	log.watch(t, st)
+	gate := make(chan struct{})
+	log.gate = gate
+
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 16
+	datas := make([][]byte, n)
+	for i := range datas {
+		datas[i] = randomData(rng, 100)
+	}
+	errs := make(chan error, n)
+	appendOne := func(i int) {
+		_, err := st.Append(ctx, siteSubject(fmt.Sprint("m", i)), 0, datas[i])
+		if err == nil && !log.syncedWith(datas[i]) {
+			err = fmt.Errorf("append %d answered before an fsync held it", i)
+		}
+		errs <- err
+	}
+	// The first append's fsync is held; the others are acknowledged
+	// meanwhile and wait for the next one.
+	go appendOne(0)
+	testkit.Eventually(t, 10*time.Second, func() bool { s, _ := st.LastSeq(ctx); return s == 1 }, "first append stored")
+	for i := 1; i < n; i++ {
+		go appendOne(i)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return jsstore.FsyncNextWaiters(st) == n-1 }, "the other appends acknowledged and waiting")
+	select {
+	case err := <-errs:
+		t.Fatalf("an append was answered while the fsync was held: %v", err)
+	default:
+	}
+	close(gate)
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	assert.Equal(t, 2, log.blockSyncs(), "one fsync for the first append, one for the %d acknowledged while it ran", n-1)
+	for _, d := range datas {
+		assert.True(t, blocksHold(t, msgsDir(srv), d))
+	}
+}
+
+// No message is handed out before it is on disk: not by Get, nor Read, nor
+// Follow, which the ledger's state and the callbacks are built from.
+func TestFileSync_handsOutNothingBeforeItIsOnDisk(t *testing.T) {
+	_, st := syncedStore(t)
+	ctx := context.Background()
+	subj := siteSubject("first")
+	_, err := st.Append(ctx, subj, 0, []byte("on disk"))
+	require.NoError(t, err)
+
+	var log fsyncLog
+	log.watch(t, st)
+	gate := make(chan struct{})
+	log.gate = gate
+	appended := make(chan error, 1)
+	go func() { _, err := st.Append(ctx, subj, 1, []byte("held")); appended <- err }()
+	testkit.Eventually(t, 10*time.Second, func() bool { s, _ := st.LastSeq(ctx); return s == 2 }, "second append stored")
+
+	var followed []uint64
+	var fmu sync.Mutex
+	fctx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go func() {
+		_ = st.Follow(fctx, events.SubjectPrefix+">", 1, func(m events.Msg) {
+			fmu.Lock()
+			followed = append(followed, m.Seq)
+			fmu.Unlock()
+		})
+	}()
+	testkit.Eventually(t, 10*time.Second, func() bool { fmu.Lock(); defer fmu.Unlock(); return len(followed) == 1 }, "the message on disk followed")
+
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = st.Get(short, 2)
+	cancel()
+	require.ErrorIs(t, err, events.ErrUnavailable, "Get of a message not on disk yet")
+	short, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+	var read []uint64
+	err = st.Read(short, subj, 1, func(m events.Msg) error { read = append(read, m.Seq); return nil })
+	cancel()
+	require.Error(t, err, "Read reaching a message not on disk yet")
+	assert.Equal(t, []uint64{1}, read)
+	fmu.Lock()
+	assert.Equal(t, []uint64{1}, followed, "Follow passed a message not on disk yet")
+	fmu.Unlock()
+
+	close(gate)
+	require.NoError(t, <-appended)
+	m, err := st.Get(ctx, 2)
+	require.NoError(t, err)
+	assert.Equal(t, "held", string(m.Data))
+	testkit.Eventually(t, 10*time.Second, func() bool { fmu.Lock(); defer fmu.Unlock(); return len(followed) == 2 }, "followed once on disk")
+}
+
+// A failed fsync may have lost the writes it was to make durable: the
+// append it covered is an unknown outcome, and the store answers nothing
+// more (no append sent, no message handed out) until the process restarts.
+func TestFileSync_failedFsyncStopsTheStore(t *testing.T) {
+	_, st := syncedStore(t)
+	ctx := context.Background()
+	subj := siteSubject("f")
+	_, err := st.Append(ctx, subj, 0, []byte("one"))
+	require.NoError(t, err)
+	var log fsyncLog
+	log.watch(t, st)
+	log.fail = errors.New("input/output error")
+
+	_, err = st.Append(ctx, subj, 1, []byte("two"))
+	require.ErrorIs(t, err, events.ErrOutcomeUnknown)
+	last, err := st.LastSeq(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, last, "the server stored it")
+
+	_, err = st.Append(ctx, subj, 2, []byte("three"))
+	require.ErrorIs(t, err, events.ErrUnavailable)
+	last, err = st.LastSeq(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, last, "nothing sent after the failure")
+	_, err = st.Get(ctx, 2)
+	assert.ErrorIs(t, err, events.ErrUnavailable)
+	m, err := st.Get(ctx, 1)
+	require.NoError(t, err, "what was on disk before is still handed out")
+	assert.Equal(t, "one", string(m.Data))
+}
+
+// When the server starts a new block file, the full one's last records and
+// the new one are fsynced, and the directory that now names it.
+func TestFileSync_newBlockAndItsDirectory(t *testing.T) {
+	srv, st := syncedStore(t)
+	ctx := context.Background()
+	var log fsyncLog
+	log.watch(t, st)
+	rng := rand.New(rand.NewPCG(7, 8))
+	subj := siteSubject("big")
+	var last uint64
+	var datas [][]byte
+	for range 10 {
+		d := randomData(rng, 1<<20)
+		seq, err := st.Append(ctx, subj, last, d)
+		require.NoError(t, err)
+		require.True(t, log.syncedWith(d[:4096]), "answered before an fsync held sequence %d", seq)
+		last = seq
+		datas = append(datas, d)
+	}
+	blocks, err := filepath.Glob(filepath.Join(msgsDir(srv), "*.blk"))
+	require.NoError(t, err)
+	require.Greater(t, len(blocks), 1, "ten MiB fill more than one block")
+	log.mu.Lock()
+	paths := append([]string(nil), log.paths...)
+	log.mu.Unlock()
+	for _, b := range blocks {
+		assert.Contains(t, paths, b)
+	}
+	dirAfterNew := false
+	for i, p := range paths {
+		if p == filepath.Join(msgsDir(srv), "2.blk") {
+			dirAfterNew = slices.Contains(paths[i+1:], msgsDir(srv))
+			break
+		}
+	}
+	assert.True(t, dirAfterNew, "the directory is fsynced once it names the new block: %v", paths)
+}
