@@ -89,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.http, "http", env("GATEWAY_HTTP", "127.0.0.1:8080"), "listen address [GATEWAY_HTTP]")
 	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of an external NATS cluster, comma-separated; empty runs an embedded server [GATEWAY_NATS]")
 	fs.StringVar(&o.data, "data", env("GATEWAY_DATA", "./data"), "embedded server's JetStream directory [GATEWAY_DATA]")
-	fs.StringVar(&o.sync, "sync", env("GATEWAY_SYNC", "always"), "embedded server durability: 'always' fsyncs before every acknowledgement;\n'interval' syncs every 2 minutes: faster, but a machine crash loses recent acknowledged writes [GATEWAY_SYNC]")
+	fs.StringVar(&o.sync, "sync", env("GATEWAY_SYNC", "always"), "embedded server durability: 'always' puts every write on disk before it is answered (the gateway fsyncs\nthe ledger's files once for each group of writes; with --nats-listen the server fsyncs every message);\n'interval' syncs every 2 minutes: a machine crash loses recent acknowledged writes [GATEWAY_SYNC]")
 	fs.StringVar(&o.natsListen, "nats-listen", env("GATEWAY_NATS_LISTEN", ""), "expose the embedded server's client port, e.g. 127.0.0.1:4222; needs credentials (--nats-user or --nats-nkey-seed-file) [GATEWAY_NATS_LISTEN]")
 	fs.BoolVar(&o.natsListenInsecure, "nats-listen-insecure", envBool("GATEWAY_NATS_LISTEN_INSECURE", false), "let --nats-listen accept clients without credentials, who can then read every site's secrets (development only) [GATEWAY_NATS_LISTEN_INSECURE]")
 	o.natsCreds.Register(fs, "the embedded server's --nats-listen port (and this process) or the --nats server")
@@ -103,7 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.cb.register(fs)
 	replicaFlag(fs, &o.replicas)
 	batchMin, batchEnvErr := strconv.Atoi(env("GATEWAY_BATCH_MIN", "-1"))
-	fs.IntVar(&o.batchMin, "batch-min", batchMin, "appends of different sites waiting at one moment are stored as one atomic batch when at least\nthis many; 0 never; -1 picks for the store: 16 with --sync always, 0 with interval or --replicas > 1 [GATEWAY_BATCH_MIN]")
+	fs.IntVar(&o.batchMin, "batch-min", batchMin, "appends of different sites waiting at one moment are stored as one atomic batch when at least\nthis many; 0 never; -1 picks for the store: 16 with --sync always and --nats-listen or an external single server,\n0 otherwise [GATEWAY_BATCH_MIN]")
 	logLevelFlag(fs, &o.logLevel)
 	logFormatFlag(fs, &o.logFormat)
 	debugFlag(fs, &o.debugListen)
@@ -286,7 +286,8 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		if err := os.MkdirAll(o.data, 0o700); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
-		ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: o.data, SyncAlways: o.sync == "always", Listen: o.natsListen, Auth: o.natsAuth})
+		ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: o.data, SyncAlways: o.sync == "always" && !storeSyncs(o),
+			SyncInterval: serverSyncInterval(o), Listen: o.natsListen, Auth: o.natsAuth})
 		if err != nil {
 			return err
 		}
@@ -298,7 +299,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		if nc, err = jsstore.ConnectInProcess(ns, "gateway", authOpts...); err != nil {
 			return err
 		}
-		log.Info("embedded JetStream", "dir", o.data, "sync", o.sync, "natsListen", o.natsListen, "natsAuth", o.natsAuth)
+		log.Info("embedded JetStream", "dir", o.data, "sync", o.sync, "fsyncByGateway", storeSyncs(o), "natsListen", o.natsListen, "natsAuth", o.natsAuth)
 		if o.natsListen != "" && o.natsAuth.IsZero() {
 			log.Warn("--nats-listen-insecure: the embedded NATS server accepts clients without credentials; "+
 				"anyone who reaches the port can read every site's secrets and append events", "natsListen", o.natsListen)
@@ -310,7 +311,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 
 	setWaiting("waiting for the ledger stream")
 	m := metrics.New()
-	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, batchMin: o.batchMin, files: embeddedDir(o), snapshotEvery: time.Minute,
+	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, batchMin: o.batchMin, files: embeddedDir(o), syncFiles: storeSyncs(o), snapshotEvery: time.Minute,
 		publicURL: publicURL, metrics: m}, log)
 	if err != nil {
 		return err

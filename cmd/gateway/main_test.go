@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,12 +87,28 @@ func TestParseFlags(t *testing.T) {
 		{name: "memory limit from env", env: map[string]string{"GATEWAY_MEMORY_LIMIT": "2GiB"}, args: []string{"--admin-token", testToken},
 			check: func(t *testing.T, o options) { assert.Equal(t, "2GiB", o.memoryLimit) }},
 		{name: "memory limit that is no size", args: []string{"--memory-limit", "450MB"}, wantErr: "--memory-limit"},
-		{name: "batches picked for a durable embedded store", check: func(t *testing.T, o options) { assert.Equal(t, 16, o.batchMin) }},
-		{name: "no batches without fsync", args: []string{"--sync", "interval"}, check: func(t *testing.T, o options) { assert.Equal(t, 0, o.batchMin) }},
+		{name: "no batches when the gateway fsyncs its embedded store", check: func(t *testing.T, o options) {
+			assert.Equal(t, 0, o.batchMin)
+			assert.True(t, storeSyncs(o))
+			assert.Equal(t, time.Second, serverSyncInterval(o))
+		}},
+		{name: "batches when the embedded server fsyncs for other clients", args: []string{"--nats-listen", "127.0.0.1:4222", "--nats-listen-insecure"},
+			check: func(t *testing.T, o options) {
+				assert.Equal(t, 16, o.batchMin)
+				assert.False(t, storeSyncs(o))
+			}},
+		{name: "no batches without fsync", args: []string{"--sync", "interval"}, check: func(t *testing.T, o options) {
+			assert.Equal(t, 0, o.batchMin)
+			assert.False(t, storeSyncs(o))
+			assert.Zero(t, serverSyncInterval(o))
+		}},
 		{name: "no batches on a replicated stream", args: []string{"--nats", "nats://a:4222", "--replicas", "3"},
 			check: func(t *testing.T, o options) { assert.Equal(t, 0, o.batchMin) }},
 		{name: "batches on an external single server", args: []string{"--nats", "nats://a:4222"},
-			check: func(t *testing.T, o options) { assert.Equal(t, 16, o.batchMin) }},
+			check: func(t *testing.T, o options) {
+				assert.Equal(t, 16, o.batchMin)
+				assert.False(t, storeSyncs(o))
+			}},
 		{name: "batch-min set", args: []string{"--batch-min", "5"}, check: func(t *testing.T, o options) { assert.Equal(t, 5, o.batchMin) }},
 		{name: "batch-min by env", env: map[string]string{"GATEWAY_BATCH_MIN": "0"}, check: func(t *testing.T, o options) { assert.Equal(t, 0, o.batchMin) }},
 		{name: "bad batch-min", args: []string{"--batch-min", "-2"}, wantErr: "--batch-min must be -1"},
@@ -367,9 +384,11 @@ type acked struct {
 // TestRestartAfterKill kills the gateway with SIGKILL while merchants are
 // writing, starts it again on the same data and checks that every
 // acknowledged transaction survived as it was acknowledged: with one site
-// (group commit in one message) and with many, whose appends travel
-// together in atomic batches (docs/ARCHITECTURE.md, "Group commit across
-// sites"), so the kill lands in the middle of batches.
+// (group commit in one message); with many, whose appends share the
+// gateway's fsyncs (docs/ARCHITECTURE.md, "One fsync for many sites"); and
+// with many whose appends travel together in atomic batches
+// (docs/ARCHITECTURE.md, "Group commit across sites"), so the kill lands in
+// the middle of batches.
 func TestRestartAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
@@ -380,6 +399,7 @@ func TestRestartAfterKill(t *testing.T) {
 		args  []string
 	}{
 		{"one site", 1, nil},
+		{"many sites", 16, nil},
 		{"cross-site batches", 16, []string{"--batch-min", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { restartAfterKill(t, tc.sites, tc.args) })
@@ -456,7 +476,7 @@ func restartAfterKill(t *testing.T, sites int, args []string) {
 		defer mu.Unlock()
 		return len(acks) >= 400
 	}, "400 writes acknowledged before the kill")
-	if sites > 1 {
+	if slices.Contains(args, "--batch-min") {
 		assert.Positive(t, value(scrape(t, base+"/metrics"), "gateway_store_batches_total", "outcome", "stored"),
 			"appends of different sites travelled in batches")
 	}

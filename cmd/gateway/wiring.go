@@ -61,6 +61,9 @@ type ledgerOptions struct {
 	// files is the embedded server's directory (jsstore.Options.Files);
 	// empty with an external server.
 	files string
+	// syncFiles is jsstore.Options.SyncFiles: the gateway fsyncs the
+	// embedded server's block files (see storeSyncs).
+	syncFiles bool
 	// snapshotEvery is how often the ledger snapshots changed sites (0:
 	// only when it closes).
 	snapshotEvery time.Duration
@@ -145,10 +148,36 @@ func defaultBatchMin(o options) int {
 	switch {
 	case o.nats != "" && o.replicas > 1:
 		return 0
-	case o.nats == "" && o.sync == "interval":
+	case o.nats == "" && (o.sync == "interval" || storeSyncs(o)):
 		return 0
 	}
 	return 16
+}
+
+// storeSyncs says the gateway itself makes its embedded server's writes
+// durable (jsstore.Options.SyncFiles): with --sync always and no port for
+// other clients, the server writes every message through to its files
+// before acknowledging it and does not fsync; the gateway fsyncs the
+// stream's files once per group of acknowledged appends of any sites, and
+// answers them after (docs/ARCHITECTURE.md, "One fsync for many sites").
+// A server that other processes write to fsyncs every message itself,
+// since they cannot fsync its files.
+func storeSyncs(o options) bool {
+	return o.nats == "" && o.sync == "always" && o.natsListen == ""
+}
+
+// serverSyncInterval is how often an embedded server that is not asked to
+// fsync every message fsyncs all it wrote: with storeSyncs the ledger
+// stream is fsynced by the gateway before every answer, and this bounds
+// what a power loss can take of the rest (the callback delivery log, the
+// consumers' positions, the snapshots) to one second; with --sync interval
+// it bounds what a power loss can take of anything to nats-server's
+// default, 2 minutes.
+func serverSyncInterval(o options) time.Duration {
+	if storeSyncs(o) {
+		return time.Second
+	}
+	return 0
 }
 
 // startLimit bounds one attempt to load the ledger's snapshots.
@@ -159,7 +188,7 @@ const startLimit = 2 * time.Minute
 // rewrite the configuration, e.g. scale a replicated stream down).
 func openStore(ctx context.Context, nc *nats.Conn, o ledgerOptions) (*jsstore.Store, error) {
 	if o.create {
-		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas, BatchMin: o.batchMin, Files: o.files})
+		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas, BatchMin: o.batchMin, Files: o.files, SyncFiles: o.syncFiles})
 	}
 	return jsstore.OpenExisting(ctx, nc, jsstore.Options{})
 }
