@@ -224,6 +224,29 @@ func (m *Metrics) StoreBatches(read func() Batches) {
 	}})
 }
 
+// Fsyncs is what the store's own fsyncs of the ledger's files did so far.
+type Fsyncs struct {
+	// Done and Failed count fsync rounds; Waits counts the appends and
+	// reads that waited for one.
+	Done, Failed, Waits uint64
+}
+
+// StoreFsyncs reports gateway_store_fsyncs_total by outcome and
+// gateway_store_fsync_waits_total at every scrape, read from counters the
+// store keeps.
+func (m *Metrics) StoreFsyncs(read func() Fsyncs) {
+	rounds := prometheus.NewDesc(namespace+"_store_fsyncs_total",
+		"Fsyncs of the ledger's block files made by the gateway, each for every append acknowledged before it started, by outcome: done or failed (the store then stops).",
+		[]string{"outcome"}, nil)
+	waits := prometheus.NewDesc(namespace+"_store_fsync_waits_total", "Appends and reads that waited for one of those fsyncs.", nil, nil)
+	m.reg.MustRegister(&collector{desc: []*prometheus.Desc{rounds, waits}, collect: func(ch chan<- prometheus.Metric) {
+		f := read()
+		ch <- prometheus.MustNewConstMetric(rounds, prometheus.CounterValue, float64(f.Done), "done")
+		ch <- prometheus.MustNewConstMetric(rounds, prometheus.CounterValue, float64(f.Failed), "failed")
+		ch <- prometheus.MustNewConstMetric(waits, prometheus.CounterValue, float64(f.Waits))
+	}})
+}
+
 // Backlog is the callback dispatcher's state at a scrape.
 type Backlog struct {
 	// Active: this process holds the lease and delivers.

@@ -476,6 +476,12 @@ func restartAfterKill(t *testing.T, sites int, args []string) {
 		defer mu.Unlock()
 		return len(acks) >= 400
 	}, "400 writes acknowledged before the kill")
+	if sites > 1 && !slices.Contains(args, "--batch-min") {
+		m := scrape(t, base+"/metrics")
+		assert.Positive(t, value(m, "gateway_store_fsyncs_total", "outcome", "done"), "the gateway fsyncs the ledger's files")
+		assert.Zero(t, value(m, "gateway_store_fsyncs_total", "outcome", "failed"))
+		assert.GreaterOrEqual(t, value(m, "gateway_store_fsync_waits_total"), value(m, "gateway_store_fsyncs_total", "outcome", "done"))
+	}
 	if slices.Contains(args, "--batch-min") {
 		assert.Positive(t, value(scrape(t, base+"/metrics"), "gateway_store_batches_total", "outcome", "stored"),
 			"appends of different sites travelled in batches")

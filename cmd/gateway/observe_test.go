@@ -307,7 +307,8 @@ func TestRun_badLogFormat(t *testing.T) {
 func TestObservedStore(t *testing.T) {
 	srv := testkit.StartServer(t, jsstore.ServerConfig{})
 	m := metrics.New()
-	st := &observedStore{Store: srv.Store("observed"), m: m}
+	nc := srv.Conn("observed")
+	st := &observedStore{Store: testkit.OpenStore(t, nc, jsstore.Options{}), m: m}
 	ctx := context.Background()
 	subj := events.SitePrefix + "s1"
 
@@ -329,6 +330,9 @@ func TestObservedStore(t *testing.T) {
 	require.NoError(t, err)
 
 	srv.Stop()
+	// An append sent before the client sees the server go is an unknown
+	// outcome, not the refusal counted below.
+	testkit.Eventually(t, 5*time.Second, func() bool { return !nc.IsConnected() }, "the client saw the server go")
 	gone, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_, err = st.Append(gone, subj, 1, []byte("lost"))

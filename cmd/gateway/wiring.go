@@ -102,6 +102,11 @@ func openLedger(ctx context.Context, nc *nats.Conn, o ledgerOptions, log *slog.L
 			return metrics.Batches{Stored: b.Stored.Load(), Refused: b.Refused.Load(), Unknown: b.Unknown.Load(), Appends: b.Appends.Load()}
 		})
 	}
+	if f := js.Fsyncs(); f != nil {
+		o.metrics.StoreFsyncs(func() metrics.Fsyncs {
+			return metrics.Fsyncs{Done: f.Done.Load(), Failed: f.Failed.Load(), Waits: f.Waits.Load()}
+		})
+	}
 	var led *ledger.Ledger
 	// Loading the snapshots of many sites takes longer than a create.
 	err = waitFor(ctx, log, "load the ledger", startLimit, func(actx context.Context) error {

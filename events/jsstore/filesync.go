@@ -50,11 +50,23 @@ type fileSync struct {
 	next    *syncRound // the round that starts after it
 	failed  error      // an fsync failed: nothing is answered any more
 
+	stats FsyncStats
+
 	// The files, used by the round under way only.
 	cur    *os.File // the newest block known
 	curIdx uint32
 	// sync is (*os.File).Sync; tests watch it.
 	sync func(*os.File) error
+}
+
+// FsyncStats counts the store's own fsync rounds (see Store.Fsyncs).
+type FsyncStats struct {
+	// Rounds that put everything before them on disk, and rounds that
+	// failed (the first failure stops the store).
+	Done, Failed atomic.Uint64
+	// Waits is how many appends and reads waited for a round: divided by
+	// the rounds, the appends one fsync served.
+	Waits atomic.Uint64
 }
 
 // syncRound is one fsync of the block files and of those waiting for it.
@@ -158,10 +170,13 @@ func (f *fileSync) run() {
 		f.mu.Unlock()
 		err := f.syncFiles()
 		f.mu.Lock()
+		f.stats.Waits.Add(uint64(r.waiters))
 		if err != nil {
+			f.stats.Failed.Add(1)
 			f.failed = fmt.Errorf("%w: %v", errSyncFailed, err)
 			r.err = f.failed
 		} else {
+			f.stats.Done.Add(1)
 			for d := max(r.need, r.covers); ; {
 				old := f.durable.Load()
 				if d <= old || f.durable.CompareAndSwap(old, d) {

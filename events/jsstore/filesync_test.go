@@ -182,6 +182,10 @@ func TestFileSync_answersAfterOneFsyncForMany(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	assert.Equal(t, 2, log.blockSyncs(), "one fsync for the first append, one for the %d acknowledged while it ran", n-1)
+	stats := st.Fsyncs()
+	assert.EqualValues(t, 2, stats.Done.Load())
+	assert.EqualValues(t, n, stats.Waits.Load())
+	assert.Zero(t, stats.Failed.Load())
 	for _, d := range datas {
 		assert.True(t, blocksHold(t, msgsDir(srv), d))
 	}
@@ -258,6 +262,7 @@ func TestFileSync_failedFsyncStopsTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, last, "the server stored it")
 
+	assert.EqualValues(t, 1, st.Fsyncs().Failed.Load())
 	_, err = st.Append(ctx, subj, 2, []byte("three"))
 	require.ErrorIs(t, err, events.ErrUnavailable)
 	last, err = st.LastSeq(ctx)

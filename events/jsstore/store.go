@@ -186,6 +186,15 @@ func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, d
 	return seq, nil
 }
 
+// Fsyncs returns the counters of the store's own fsyncs (nil when the
+// server fsyncs: no Options.SyncFiles).
+func (s *Store) Fsyncs() *FsyncStats {
+	if s.fsync == nil {
+		return nil
+	}
+	return &s.fsync.stats
+}
+
 // handOut returns m once it is on disk (see onDisk).
 func (s *Store) handOut(ctx context.Context, m events.Msg) (events.Msg, error) {
 	if err := s.onDisk(ctx, m.Seq); err != nil {
