@@ -196,19 +196,33 @@ func (f *fileSync) run() {
 	f.mu.Unlock()
 }
 
-// syncFiles fsyncs every block file written since the last round: the
-// newest known and any the server started since, and then the directory if
-// a block was started (a new file is found after a power loss only if its
+// syncFiles fsyncs every block file written since the last round (every
+// block, the first time): the newest known and any the server started
+// since, and then the directory if a block was started (a new file is found after a power loss only if its
 // directory entry is on disk too).
 func (f *fileSync) syncFiles() error {
 	newDir := false
 	if f.cur == nil {
+		// The first round also fsyncs the older blocks: a process killed
+		// between its acknowledgements and its fsync left their last
+		// writes in the kernel only, and this process hands them out.
 		files, err := blockFiles(f.mdir)
 		if err != nil {
 			return err
 		}
 		if len(files) == 0 {
 			return fmt.Errorf("no message block in %s", f.mdir)
+		}
+		for _, b := range files[:len(files)-1] {
+			if err := f.open(b.index); err != nil {
+				return err
+			}
+			err := f.sync(f.cur)
+			f.cur.Close()
+			f.cur = nil
+			if err != nil {
+				return fmt.Errorf("fsync block %d: %w", b.index, err)
+			}
 		}
 		if err := f.open(files[len(files)-1].index); err != nil {
 			return err

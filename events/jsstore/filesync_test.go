@@ -311,4 +311,20 @@ func TestFileSync_newBlockAndItsDirectory(t *testing.T) {
 		}
 	}
 	assert.True(t, dirAfterNew, "the directory is fsynced once it names the new block: %v", paths)
+
+	// A process starting on these files (the one before may have been
+	// killed before its last fsync) fsyncs every block before it hands
+	// out a message.
+	next := testkit.OpenStore(t, srv.Conn("next"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	var log2 fsyncLog
+	log2.watch(t, next)
+	m, err := next.Get(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, datas[0], m.Data)
+	log2.mu.Lock()
+	defer log2.mu.Unlock()
+	for _, b := range blocks {
+		assert.Contains(t, log2.paths, b, "the first round fsyncs every block")
+	}
+	assert.Contains(t, log2.paths, msgsDir(srv))
 }
