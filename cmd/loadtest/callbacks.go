@@ -413,15 +413,22 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 		return err
 	}
 	defer rcv.close()
-	natsAddr, err := freeAddr()
-	if err != nil {
-		return err
+	// Only a standalone dispatcher needs the embedded server's port; a
+	// gateway without it runs as by default (it fsyncs the ledger's files
+	// itself, docs/ARCHITECTURE.md "One fsync for many sites").
+	args := []string{"--callbacks=false"}
+	var natsAddr string
+	var natsCreds []string
+	if o.dispatcher == "standalone" {
+		if natsAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		if natsCreds, err = natsCredentials(dir); err != nil {
+			return err
+		}
+		args = append(append(args, "--nats-listen", natsAddr), natsCreds...)
 	}
-	natsCreds, err := natsCredentials(dir)
-	if err != nil {
-		return err
-	}
-	g, base, token, err := spawnGateway(ctx, o, dir, r, append([]string{"--callbacks=false", "--nats-listen", natsAddr}, natsCreds...)...)
+	g, base, token, err := spawnGateway(ctx, o, dir, r, args...)
 	if err != nil {
 		return err
 	}
