@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/events"
 	"gateway/events/jsstore"
 	"gateway/internal/testkit"
 )
@@ -78,7 +79,7 @@ func TestStore_getFromDamagedBlockAsksTheServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want[0].data, string(m.Data))
 	// Damage the first message's data in the first block.
-	path := filepath.Join(srv.Dir(), "jetstream", "$G", "streams", "LEDGER", "msgs", "1.blk")
+	path := filepath.Join(jsstore.MsgsDir(srv.Dir(), events.StreamName), "1.blk")
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)

@@ -74,3 +74,6 @@ func FsyncNextWaiters(s *Store) int {
 	}
 	return s.fsync.next.waiters
 }
+
+// MsgsDir is where the embedded server under dir keeps a stream's blocks.
+var MsgsDir = msgsDir

@@ -86,7 +86,7 @@ func copyStore(t *testing.T, dir string) (copyDir string, block string) {
 	t.Helper()
 	copyDir = t.TempDir()
 	require.NoError(t, os.CopyFS(copyDir, os.DirFS(dir)))
-	blocks, err := filepath.Glob(filepath.Join(copyDir, "jetstream", "$G", "streams", events.StreamName, "msgs", "*.blk"))
+	blocks, err := filepath.Glob(filepath.Join(jsstore.MsgsDir(copyDir, events.StreamName), "*.blk"))
 	require.NoError(t, err)
 	require.Len(t, blocks, 1)
 	return copyDir, blocks[0]

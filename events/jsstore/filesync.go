@@ -46,9 +46,10 @@ type fileSync struct {
 	durable atomic.Uint64
 
 	mu      sync.Mutex
-	running *syncRound // the round under way
-	next    *syncRound // the round that starts after it
-	failed  error      // an fsync failed: nothing is answered any more
+	running *syncRound  // the round under way
+	next    *syncRound  // the round that starts after it
+	failed  error       // an fsync failed: nothing is answered any more
+	broken  atomic.Bool // failed is set
 
 	stats FsyncStats
 
@@ -95,22 +96,27 @@ func msgsDir(dir, stream string) string {
 var errSyncFailed = errors.New("an fsync of the ledger's block files failed; restart the gateway")
 
 // usable says whether appends may still be sent.
+// It reads one atomic: every append asks.
 func (f *fileSync) usable() error {
+	if !f.broken.Load() {
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.failed
+}
+
+// raise sets a to v if v is higher.
+func raise(a *atomic.Uint64, v uint64) {
+	for old := a.Load(); v > old && !a.CompareAndSwap(old, v); old = a.Load() {
+	}
 }
 
 // stored waits until the message an append was just acknowledged at seq is
 // on disk. The message is in the stream whatever happens here, so a wait
 // that ends otherwise is an unknown outcome for the caller to settle.
 func (f *fileSync) stored(ctx context.Context, seq uint64) error {
-	for {
-		old := f.acked.Load()
-		if seq <= old || f.acked.CompareAndSwap(old, seq) {
-			break
-		}
-	}
+	raise(&f.acked, seq)
 	if err := f.wait(ctx, seq); err != nil {
 		return fmt.Errorf("%w: stored at %d, not known to be on disk: %v", events.ErrOutcomeUnknown, seq, err)
 	}
@@ -174,15 +180,11 @@ func (f *fileSync) run() {
 		if err != nil {
 			f.stats.Failed.Add(1)
 			f.failed = fmt.Errorf("%w: %v", errSyncFailed, err)
+			f.broken.Store(true)
 			r.err = f.failed
 		} else {
 			f.stats.Done.Add(1)
-			for d := max(r.need, r.covers); ; {
-				old := f.durable.Load()
-				if d <= old || f.durable.CompareAndSwap(old, d) {
-					break
-				}
-			}
+			raise(&f.durable, max(r.need, r.covers))
 		}
 		f.running = nil
 		close(r.done)

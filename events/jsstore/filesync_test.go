@@ -31,7 +31,7 @@ func syncedStore(t *testing.T) (*testkit.Server, *jsstore.Store) {
 }
 
 func msgsDir(srv *testkit.Server) string {
-	return filepath.Join(srv.Dir(), "jetstream", "$G", "streams", events.StreamName, "msgs")
+	return jsstore.MsgsDir(srv.Dir(), events.StreamName)
 }
 
 // blocksHold reports whether the stream's block files, read now, hold data.
@@ -327,4 +327,50 @@ func TestFileSync_newBlockAndItsDirectory(t *testing.T) {
 		assert.Contains(t, log2.paths, b, "the first round fsyncs every block")
 	}
 	assert.Contains(t, log2.paths, msgsDir(srv))
+}
+
+// A caller that stops waiting for the fsync gets an unknown outcome (the
+// message is stored; the write loop settles it), and the store carries on.
+func TestFileSync_callerGoneDuringFsync(t *testing.T) {
+	_, st := syncedStore(t)
+	var log fsyncLog
+	log.watch(t, st)
+	gate := make(chan struct{})
+	log.gate = gate
+	ctx, cancel := context.WithCancel(context.Background())
+	subj := siteSubject("gone")
+	done := make(chan error, 1)
+	go func() { _, err := st.Append(ctx, subj, 0, []byte("maybe")); done <- err }()
+	testkit.Eventually(t, 10*time.Second, func() bool { s, _ := st.LastSeq(context.Background()); return s == 1 }, "stored")
+	cancel()
+	require.ErrorIs(t, <-done, events.ErrOutcomeUnknown)
+	close(gate)
+	seq, err := st.Append(context.Background(), subj, 1, []byte("next"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, seq)
+	m, err := st.Get(context.Background(), 1)
+	require.NoError(t, err)
+	assert.Equal(t, "maybe", string(m.Data))
+}
+
+// A block file replaced under the one the store holds open (which the
+// server never does to the ledger) fails the round: what the fsync made
+// durable is not what a restart would read.
+func TestFileSync_replacedBlockStopsTheStore(t *testing.T) {
+	srv, st := syncedStore(t)
+	ctx := context.Background()
+	subj := siteSubject("r")
+	_, err := st.Append(ctx, subj, 0, []byte("one"))
+	require.NoError(t, err)
+	path := filepath.Join(jsstore.MsgsDir(srv.Dir(), events.StreamName), "1.blk")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path+".tmp", b, 0o600))
+	require.NoError(t, os.Rename(path+".tmp", path))
+
+	_, err = st.Append(ctx, subj, 1, []byte("two"))
+	require.ErrorIs(t, err, events.ErrOutcomeUnknown)
+	assert.EqualValues(t, 1, st.Fsyncs().Failed.Load())
+	_, err = st.Append(ctx, subj, 2, []byte("three"))
+	assert.ErrorIs(t, err, events.ErrUnavailable)
 }
