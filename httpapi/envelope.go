@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"gateway/ids"
+	"gateway/records"
 )
 
 // envelope is the shape of every JSON response (docs/merchant-api.md "Response envelope").
@@ -101,15 +103,62 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, env envelope) {
 	env.RequestID = ri.id
 	env.AppVersion = s.cfg.AppVersion
 	env.ResponseTime = strconv.FormatInt(time.Since(ri.start).Milliseconds(), 10) + "ms"
-	b, err := json.Marshal(env)
+	bp := bodyPool.Get().(*[]byte)
+	defer bodyPool.Put(bp)
+	b, err := env.appendJSON((*bp)[:0])
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "encode response", "err", err)
 		env = envelope{Status: http.StatusInternalServerError, Code: "internal", Message: "the response could not be encoded",
 			ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
-		b, _ = json.Marshal(env)
+		b, _ = env.appendJSON((*bp)[:0])
+	}
+	if cap(b) <= maxPooledBody {
+		*bp = b
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(env.Status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// bodyPool holds response buffers: the writer copies what it is given, so
+// a buffer is free again once Write returns.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledBody keeps a large listing's buffer from being held for good.
+const maxPooledBody = 64 << 10
+
+// appendJSON appends the envelope as encoding/json would write it, with a
+// record (most answers carry one) written in place.
+func (env envelope) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"data":`...)
+	switch d := env.Data.(type) {
+	case records.Record:
+		b = d.AppendJSON(b)
+	case records.OpsRecord:
+		b = d.AppendJSON(b)
+	default:
+		j, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, j...)
+	}
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(env.Status), 10)
+	for _, f := range [...]struct{ key, v string }{{"code", env.Code}, {"message", env.Message}, {"field", env.Field}} {
+		if f.v != "" {
+			b = append(b, ',', '"')
+			b = append(b, f.key...)
+			b = append(b, '"', ':')
+			b = records.AppendJSONString(b, f.v)
+		}
+	}
+	b = append(b, `,"responseTime":`...)
+	b = records.AppendJSONString(b, env.ResponseTime)
+	b = append(b, `,"app_version":`...)
+	b = records.AppendJSONString(b, env.AppVersion)
+	b = append(b, `,"requestId":`...)
+	b = records.AppendJSONString(b, env.RequestID)
+	return append(b, '}'), nil
 }

@@ -14,7 +14,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -80,25 +79,10 @@ func (r *Record) UpdatedAtMs() int64 { return r.updatedMs }
 // ExpiresAtMs returns a deposit's expiry in Unix ms (0 for withdrawals).
 func (r *Record) ExpiresAtMs() int64 { return r.expiresMs }
 
-type depositJSON struct {
-	Common
-	DepositFields
-}
-
-type withdrawalJSON struct {
-	Common
-	WithdrawalFields
-}
-
-// MarshalJSON flattens the record into the seed's field set for its type.
+// MarshalJSON flattens the record into the seed's field set for its type
+// (see AppendJSON).
 func (r Record) MarshalJSON() ([]byte, error) {
-	if r.Deposit != nil {
-		return json.Marshal(depositJSON{r.Common, *r.Deposit})
-	}
-	if r.Withdrawal != nil {
-		return json.Marshal(withdrawalJSON{r.Common, *r.Withdrawal})
-	}
-	return json.Marshal(r.Common)
+	return r.AppendJSON(make([]byte, 0, 1024)), nil
 }
 
 // OpsRecord is a record in an operator listing: the merchant record plus the
@@ -110,16 +94,17 @@ type OpsRecord struct {
 
 // MarshalJSON adds siteId to the merchant record's fields.
 func (r OpsRecord) MarshalJSON() ([]byte, error) {
-	b, err := r.Record.MarshalJSON()
-	if err != nil || len(b) < 2 {
-		return b, err
-	}
-	id, _ := json.Marshal(r.SiteID)
-	out := make([]byte, 0, len(b)+len(id)+12)
-	out = append(out, `{"siteId":`...)
-	out = append(out, id...)
-	out = append(out, ',')
-	return append(out, b[1:]...), nil
+	return r.AppendJSON(make([]byte, 0, 1024)), nil
+}
+
+// AppendJSON appends the record as MarshalJSON writes it.
+func (r OpsRecord) AppendJSON(b []byte) []byte {
+	b = appendKey(b, '{', "siteId")
+	b = AppendJSONString(b, string(r.SiteID))
+	n := len(b)
+	b = r.Record.AppendJSON(b)
+	b[n] = ','
+	return b
 }
 
 // ResponseHash is seed 5.3: base64(HMAC-SHA256(secret, transactionId +
