@@ -58,3 +58,6 @@ func OperatorsPosition(l *Ledger) events.Position {
 	defer l.operators.mu.Unlock()
 	return l.operators.pos
 }
+
+// CommittersStarted is how many committer goroutines l has started.
+func CommittersStarted(l *Ledger) int64 { return l.committers.Load() }

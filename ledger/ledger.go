@@ -67,6 +67,11 @@ type Ledger struct {
 	sites    map[ids.SiteID]*entry
 	byAppKey map[string]*entry
 
+	// loops hands a site's commit loop to an idle committer (startLoop);
+	// committers counts those started.
+	loops      chan *entry
+	committers atomic.Int64
+
 	// misses throttles the catch-ups that lookups of unknown appKeys and
 	// operator tokens trigger (see CatchUpMiss).
 	misses throttle
@@ -209,7 +214,7 @@ func New(store Store, cfg Config) *Ledger {
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
 	}
-	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[ids.SiteID]*entry{}, byAppKey: map[string]*entry{},
+	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[ids.SiteID]*entry{}, byAppKey: map[string]*entry{}, loops: make(chan *entry),
 		readyC:    make(chan struct{}),
 		catalog:   newShared[aggregates.Catalog, aggregates.CatalogCommand]("catalog", events.CatalogSubject, aggregates.NewCatalog()),
 		operators: newShared[aggregates.Operators, aggregates.OperatorsCommand]("operators", events.OperatorsSubject, aggregates.NewOperators())}
@@ -500,7 +505,7 @@ func (l *Ledger) Execute(ctx context.Context, siteID ids.SiteID, cmd aggregates.
 	e.running = true
 	e.qmu.Unlock()
 	if start {
-		go l.commitLoop(e)
+		l.startLoop(e)
 	}
 	select {
 	case <-o.done:
@@ -520,23 +525,62 @@ func (l *Ledger) Execute(ctx context.Context, siteID ids.SiteID, cmd aggregates.
 
 // commitLoop drains a site's queue batch by batch until it is empty.
 func (l *Ledger) commitLoop(e *entry) {
+	for l.commitBatch(e) {
+	}
+}
+
+// startLoop runs the site's commit loop on an idle committer, or a new
+// one. Committers are kept a while between loops because a fresh
+// goroutine per loop spent a share of every write growing its stack: over
+// many sites, most loops commit one batch.
+func (l *Ledger) startLoop(e *entry) {
+	select {
+	case l.loops <- e:
+	default:
+		l.committers.Add(1)
+		go l.committer(e)
+	}
+}
+
+// committer runs commit loops, the first for e, until it has been idle
+// for committerIdle.
+func (l *Ledger) committer(e *entry) {
+	idle := time.NewTimer(committerIdle)
+	defer idle.Stop()
 	for {
-		e.qmu.Lock()
-		n := len(e.queue)
-		if n == 0 {
-			e.running = false
-			e.qmu.Unlock()
+		l.commitLoop(e)
+		idle.Reset(committerIdle)
+		select {
+		case e = <-l.loops:
+		case <-idle.C:
 			return
 		}
-		if n > l.cfg.MaxBatch {
-			n = l.cfg.MaxBatch
-		}
-		batch := e.queue[:n:n]
-		e.queue = append([]*op(nil), e.queue[n:]...)
-		e.qmu.Unlock()
-		l.commit(e, batch)
-		for _, o := range batch {
-			close(o.done)
-		}
 	}
+}
+
+// committerIdle is how long a committer waits for another site's loop.
+const committerIdle = 2 * time.Second
+
+// commitBatch commits the next batch of the site's queue and answers its
+// callers; it reports false, and ends the site's loop, when the queue is
+// empty.
+func (l *Ledger) commitBatch(e *entry) bool {
+	e.qmu.Lock()
+	n := len(e.queue)
+	if n == 0 {
+		e.running = false
+		e.qmu.Unlock()
+		return false
+	}
+	if n > l.cfg.MaxBatch {
+		n = l.cfg.MaxBatch
+	}
+	batch := e.queue[:n:n]
+	e.queue = append([]*op(nil), e.queue[n:]...)
+	e.qmu.Unlock()
+	l.commit(e, batch)
+	for _, o := range batch {
+		close(o.done)
+	}
+	return true
 }

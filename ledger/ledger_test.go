@@ -382,3 +382,25 @@ func ledgerGroupCommitConcurrentDeposits(t *testing.T, e *env) {
 	assert.Len(t, v.Txs, n)
 	assert.Equal(t, verifyChain(t, st, siteID), v.Hash)
 }
+
+// One command after another over many sites reuses the idle committers
+// instead of starting a goroutine for every site's loop.
+func TestLedger_Execute_reusesCommitters(t *testing.T) {
+	e := newEnv(t)
+	l := e.ledger(e.store("a"), ledger.Config{})
+	setup(t, l, 0, 0)
+	b := bank(t, l)
+	const sites = 50
+	for i := range sites {
+		createSite(t, l, ids.SiteID(fmt.Sprintf("many-%d", i)), 0, 0)
+	}
+	before := ledger.CommittersStarted(l)
+	for i := range 4 * sites {
+		id := ids.SiteID(fmt.Sprintf("many-%d", i%sites))
+		_, err := l.Execute(context.Background(), id, deposit(b, fmt.Sprintf("p-%d", i), fmt.Sprintf("u-%d", i), 5_000), events.ActorMerchant)
+		require.NoError(t, err)
+	}
+	// A committer that has just answered may not be back at its select
+	// when the next command comes: a few more may start, not one a site.
+	assert.LessOrEqual(t, ledger.CommittersStarted(l)-before, int64(20))
+}
