@@ -112,26 +112,105 @@ const messageVersion = 1
 // returns the message bytes and the chain hash of the last event, which the
 // next message of the subject must start from.
 func Seal(prev [32]byte, evs []Event) ([]byte, [32]byte, error) {
-	m := wireMessage{Version: messageVersion, Events: make([]wireEvent, len(evs)), Nonce: make([]byte, 8)}
-	if _, err := rand.Read(m.Nonce); err != nil {
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
 		return nil, prev, fmt.Errorf("seal: %w", err)
 	}
-	for i := range evs {
-		e := &evs[i]
-		data, err := msgpack.Marshal(e.Payload)
-		if err != nil {
-			return nil, prev, fmt.Errorf("encode %s: %w", e.Name, err)
-		}
-		e.Prev = prev
-		e.data = data
-		m.Events[i] = wireEvent{Name: e.Name, Time: e.Time, Actor: e.Actor, Data: data, Prev: append([]byte(nil), prev[:]...)}
-		prev = hashParts(e.Prev, e.Name, e.Time, e.Actor, data)
+	return seal(prev, evs, nonce[:])
+}
+
+// seal writes the message as msgpack's reflection writes a wireMessage
+// (TestSeal_sameBytesAsReflection holds the two side by side), with every
+// payload encoded in place: one buffer a message instead of one a payload
+// and another for the envelope, which every append paid for.
+func seal(prev [32]byte, evs []Event, nonce []byte) ([]byte, [32]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, 64+512*len(evs)))
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
+	fields := 2
+	if len(nonce) > 0 {
+		fields = 3
 	}
-	b, err := msgpack.Marshal(&m)
+	// The payloads' ends, to slice them out of the finished buffer.
+	spans := make([][2]int, len(evs))
+	err := func() error {
+		if err := enc.EncodeMapLen(fields); err != nil {
+			return err
+		}
+		if err := encodeKeyInt(enc, "v", messageVersion); err != nil {
+			return err
+		}
+		if err := enc.EncodeString("e"); err != nil {
+			return err
+		}
+		if err := enc.EncodeArrayLen(len(evs)); err != nil {
+			return err
+		}
+		for i := range evs {
+			e := &evs[i]
+			if err := enc.EncodeMapLen(5); err != nil {
+				return err
+			}
+			if err := encodeKeyString(enc, "n", e.Name); err != nil {
+				return err
+			}
+			if err := enc.EncodeString("t"); err != nil {
+				return err
+			}
+			if err := enc.EncodeInt64(e.Time); err != nil {
+				return err
+			}
+			if err := encodeKeyString(enc, "a", e.Actor); err != nil {
+				return err
+			}
+			if err := enc.EncodeString("d"); err != nil {
+				return err
+			}
+			start := buf.Len()
+			if err := enc.Encode(e.Payload); err != nil {
+				return fmt.Errorf("encode %s: %w", e.Name, err)
+			}
+			spans[i] = [2]int{start, buf.Len()}
+			if err := enc.EncodeString("p"); err != nil {
+				return err
+			}
+			if err := enc.EncodeBytes(prev[:]); err != nil {
+				return err
+			}
+			e.Prev = prev
+			prev = hashParts(e.Prev, e.Name, e.Time, e.Actor, buf.Bytes()[start:spans[i][1]])
+		}
+		if len(nonce) > 0 {
+			if err := enc.EncodeString("w"); err != nil {
+				return err
+			}
+			return enc.EncodeBytes(nonce)
+		}
+		return nil
+	}()
 	if err != nil {
-		return nil, prev, fmt.Errorf("encode message: %w", err)
+		return nil, prev, fmt.Errorf("seal: %w", err)
+	}
+	b := buf.Bytes()
+	for i, sp := range spans {
+		evs[i].data = b[sp[0]:sp[1]:sp[1]]
 	}
 	return b, prev, nil
+}
+
+func encodeKeyString(enc *msgpack.Encoder, k, v string) error {
+	if err := enc.EncodeString(k); err != nil {
+		return err
+	}
+	return enc.EncodeString(v)
+}
+
+func encodeKeyInt(enc *msgpack.Encoder, k string, v int64) error {
+	if err := enc.EncodeString(k); err != nil {
+		return err
+	}
+	return enc.EncodeInt(v)
 }
 
 // Decode parses one stored message into its events, upcasting old versions.

@@ -91,3 +91,62 @@ func TestSealIsUniquePerMessage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, da[0].Payload, db[0].Payload)
 }
+
+// sealByReflection is how Seal wrote a message before it wrote the envelope
+// by hand: msgpack's reflection over wireMessage, a buffer per payload.
+func sealByReflection(t *testing.T, prev [32]byte, evs []Event, nonce []byte) ([]byte, [32]byte) {
+	t.Helper()
+	m := wireMessage{Version: messageVersion, Events: make([]wireEvent, len(evs)), Nonce: nonce}
+	for i, e := range evs {
+		data, err := msgpack.Marshal(e.Payload)
+		require.NoError(t, err)
+		m.Events[i] = wireEvent{Name: e.Name, Time: e.Time, Actor: e.Actor, Data: data, Prev: append([]byte(nil), prev[:]...)}
+		prev = hashParts(prev, e.Name, e.Time, e.Actor, data)
+	}
+	b, err := msgpack.Marshal(&m)
+	require.NoError(t, err)
+	return b, prev
+}
+
+// Stored messages are hashed and audited as bytes: the hand-written
+// envelope must be byte for byte what the reflection wrote, for any events.
+func TestSeal_sameBytesAsReflection(t *testing.T) {
+	long := string(bytes.Repeat([]byte("x"), 70_000))
+	cases := map[string][]Event{
+		"two events": sample(),
+		"none":       {},
+		"one":        sample()[:1],
+		"negative and large times, long strings, empty actor": {
+			{Name: TreasuryAdjustedName, Time: -1, Actor: "", Payload: &TreasuryAdjusted{Amount: -5, Reason: long}},
+			{Name: TreasuryAdjustedName, Time: 1 << 62, Actor: long[:300], Payload: &TreasuryAdjusted{Amount: 1}},
+			{Name: WithdrawalRequestedName, Time: 0, Actor: "علي", Payload: &WithdrawalRequested{TxID: "s-1", Name: "\xff\x00"}},
+		},
+	}
+	for name, evs := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, nonce := range [][]byte{nil, {1, 2, 3, 4, 5, 6, 7, 8}} {
+				prev := [32]byte{9, 8, 7}
+				want, wantLast := sealByReflection(t, prev, evs, nonce)
+				got, gotLast, err := seal(prev, evs, nonce)
+				require.NoError(t, err)
+				assert.Equal(t, want, got)
+				assert.Equal(t, wantLast, gotLast)
+				// Each event's payload bytes and chain link are the stored ones.
+				dec, err := Decode(got)
+				require.NoError(t, err)
+				require.Len(t, dec, len(evs))
+				for i := range evs {
+					assert.Equal(t, dec[i].data, evs[i].data)
+					assert.Equal(t, dec[i].Prev, evs[i].Prev)
+				}
+			}
+		})
+	}
+	// A payload msgpack cannot encode is an error.
+	_, _, err := seal([32]byte{}, []Event{{Name: "x", Payload: badPayload{C: make(chan int)}}}, nil)
+	assert.Error(t, err)
+}
+
+type badPayload struct{ C chan int }
+
+func (badPayload) EventName() string { return "x" }
