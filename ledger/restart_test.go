@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -351,4 +352,32 @@ func ledgerRestartSnapshotFromLaggingProcess(t *testing.T, e *env) {
 	assert.ErrorIs(t, err, aggregates.ErrInsufficientBalance, "50,000 of 100,001 is reserved already")
 	caughtUp(t, x, sx)
 	assert.Equal(t, view(t, x, siteID), view(t, z, siteID))
+}
+
+// corruptSnapshots is a store whose site snapshots cannot be decoded.
+type corruptSnapshots struct{ ledger.Store }
+
+func (c corruptSnapshots) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	if strings.HasPrefix(name, "site-") {
+		return 0, nil, fmt.Errorf("load snapshot %s: %w: s2: corrupt input", name, events.ErrCorrupt)
+	}
+	return c.Store.LoadSnapshot(ctx, name)
+}
+
+// A snapshot the store cannot decode costs a replay from the start, never
+// the start-up nor a wrong state.
+func TestLedger_restart_corruptSnapshot(t *testing.T) {
+	onEachStore(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		clk := newClock(epoch)
+		l1 := e.ledger(e.store("first"), ledger.Config{Now: clk.Now})
+		setup(t, l1, 0, 200_000)
+		workload(t, l1, clk, "r1")
+		want := view(t, l1, siteID)
+		require.NoError(t, l1.Close(ctx))
+
+		l2 := e.ledger(corruptSnapshots{e.store("second")}, ledger.Config{Now: clk.Now})
+		assert.Equal(t, want, view(t, l2, siteID))
+		assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
+	})
 }

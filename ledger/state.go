@@ -50,10 +50,14 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 			continue
 		}
 		_, data, err := l.store.LoadSnapshot(ctx, n)
-		if err != nil {
+		if err != nil && !errors.Is(err, events.ErrCorrupt) {
 			return 0, err
 		}
-		s, pos, err := aggregates.UnmarshalSiteSnapshot(data)
+		var s *aggregates.Site
+		var pos events.Position
+		if err == nil {
+			s, pos, err = aggregates.UnmarshalSiteSnapshot(data)
+		}
 		if err != nil || s.ID != id {
 			// A snapshot this build cannot read is only an optimisation
 			// lost: replay everything instead.

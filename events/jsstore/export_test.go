@@ -1,9 +1,12 @@
 package jsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"gateway/events"
 )
@@ -77,3 +80,24 @@ func FsyncNextWaiters(s *Store) int {
 
 // MsgsDir is where the embedded server under dir keeps a stream's blocks.
 var MsgsDir = msgsDir
+
+// PutSnapshotObject stores data under a snapshot name with the metadata
+// given, around SaveSnapshot: a snapshot as an older build or a damaged
+// one left it.
+func PutSnapshotObject(ctx context.Context, s *Store, name string, meta map[string]string, data []byte) error {
+	_, err := s.snaps.PutBytes(ctx, name, nil)
+	if err != nil {
+		return err
+	}
+	_, err = s.snaps.Put(ctx, jetstream.ObjectMeta{Name: name, Metadata: meta}, bytes.NewReader(data))
+	return err
+}
+
+// SnapshotStoredSize is the size of name's snapshot as stored.
+func SnapshotStoredSize(ctx context.Context, s *Store, name string) (uint64, error) {
+	info, err := s.snaps.GetInfo(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	return info.Size, nil
+}
