@@ -48,6 +48,13 @@ type Config struct {
 	// SnapshotEvery is how often changed sites are snapshotted (0: never
 	// in the background; Close still snapshots).
 	SnapshotEvery time.Duration
+	// SnapshotPace bounds the state a background snapshot round writes,
+	// in bytes a second (0: as fast as the store takes it). A round
+	// rewrites every changed site, and the embedded server holds each
+	// block it writes in memory for a while: spread out, the round costs
+	// a few blocks of memory instead of the whole state again. Close is
+	// never paced.
+	SnapshotPace int64
 	// Now is the clock (tests move it).
 	Now func() time.Time
 	// Logger receives operational logs.
@@ -92,6 +99,9 @@ type Ledger struct {
 	cancel   context.CancelFunc
 	followMu sync.Mutex
 	closed   atomic.Bool
+	// closing is closed when Close begins: a paced snapshot round then
+	// writes the rest at once.
+	closing chan struct{}
 }
 
 // entry guards one site's state with two locks. mu is the append lock: it
@@ -215,7 +225,7 @@ func New(store Store, cfg Config) *Ledger {
 		cfg.Metrics = nopMetrics{}
 	}
 	l := &Ledger{store: store, cfg: cfg, log: cfg.Logger, sites: map[ids.SiteID]*entry{}, byAppKey: map[string]*entry{}, loops: make(chan *entry),
-		readyC:    make(chan struct{}),
+		readyC: make(chan struct{}), closing: make(chan struct{}),
 		catalog:   newShared[aggregates.Catalog, aggregates.CatalogCommand]("catalog", events.CatalogSubject, aggregates.NewCatalog()),
 		operators: newShared[aggregates.Operators, aggregates.OperatorsCommand]("operators", events.OperatorsSubject, aggregates.NewOperators())}
 	l.misses.every = MissInterval
@@ -266,7 +276,7 @@ func (l *Ledger) Start(ctx context.Context) error {
 				case <-fctx.Done():
 					return
 				case <-t.C:
-					if err := l.Snapshot(fctx); err != nil && fctx.Err() == nil {
+					if err := l.snapshot(fctx, l.cfg.SnapshotPace); err != nil && fctx.Err() == nil {
 						l.log.Warn("snapshot round failed", "err", err)
 					}
 				}

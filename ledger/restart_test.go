@@ -15,6 +15,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 )
 
@@ -379,5 +380,49 @@ func TestLedger_restart_corruptSnapshot(t *testing.T) {
 		l2 := e.ledger(corruptSnapshots{e.store("second")}, ledger.Config{Now: clk.Now})
 		assert.Equal(t, want, view(t, l2, siteID))
 		assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
+	})
+}
+
+// A paced background round writes one site's snapshot, then waits for the
+// pace; Close does not wait for it, and leaves every site snapshotted at
+// its latest message.
+func TestLedger_snapshot_paced(t *testing.T) {
+	onEachStore(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		st := e.store("a")
+		l1 := e.ledger(st, ledger.Config{})
+		setup(t, l1, 0, 0)
+		const sites = 10
+		for i := range sites {
+			createSite(t, l1, ids.SiteID(fmt.Sprintf("paced-%d", i)), 0, 1_000)
+		}
+		require.NoError(t, l1.Close(ctx))
+
+		// Another process changes every site, and snapshots at one byte a second.
+		l2 := e.ledger(e.store("b"), ledger.Config{SnapshotEvery: 10 * time.Millisecond, SnapshotPace: 1})
+		want := map[string]uint64{}
+		for i := range sites {
+			id := ids.SiteID(fmt.Sprintf("paced-%d", i))
+			r, err := l2.Execute(ctx, id, aggregates.AdjustTreasury{Amount: 5, Reason: "x"}, "admin")
+			require.NoError(t, err)
+			want["site-"+string(id)] = r.Seq
+		}
+		snapped := func() int {
+			n := 0
+			for name, seq := range want {
+				if got, _, err := st.LoadSnapshot(ctx, name); err == nil && got == seq {
+					n++
+				}
+			}
+			return n
+		}
+		testkit.Eventually(t, testkit.WaitFor, func() bool { return snapped() >= 1 }, "a round began")
+		time.Sleep(200 * time.Millisecond) // what an unpaced round would need to write them all
+		assert.Equal(t, 1, snapped(), "the round waits after its first site")
+
+		cctx, cancel := context.WithTimeout(ctx, testkit.WaitFor)
+		defer cancel()
+		require.NoError(t, l2.Close(cctx))
+		assert.Equal(t, sites, snapped(), "Close snapshots every site at once")
 	})
 }

@@ -86,13 +86,18 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 
 // Snapshot writes every site that changed since its last snapshot, then a
 // checkpoint at the follower's position when the round started.
-func (l *Ledger) Snapshot(ctx context.Context) error {
+func (l *Ledger) Snapshot(ctx context.Context) error { return l.snapshot(ctx, 0) }
+
+// snapshot is Snapshot writing at most pace bytes of state a second (0:
+// unpaced), until Close begins.
+func (l *Ledger) snapshot(ctx context.Context, pace int64) error {
 	l.snapMu.Lock()
 	defer l.snapMu.Unlock()
 	if !l.ready.Load() {
 		return nil
 	}
 	cp := l.followed.Load()
+	start, written := time.Now(), int64(0)
 	l.mu.RLock()
 	list := make([]*entry, 0, len(l.sites))
 	for _, e := range l.sites {
@@ -131,8 +136,32 @@ func (l *Ledger) Snapshot(ctx context.Context) error {
 			return err
 		}
 		e.snapSeq = seq
+		if pace > 0 {
+			written += int64(len(data))
+			if err := l.paceSnapshot(ctx, start, written, pace); err != nil {
+				return err
+			}
+		}
 	}
 	return l.store.SaveSnapshot(ctx, snapCheckpoint, cp, nil)
+}
+
+// paceSnapshot waits until written bytes since start are within pace,
+// or Close begins.
+func (l *Ledger) paceSnapshot(ctx context.Context, start time.Time, written, pace int64) error {
+	wait := time.Until(start.Add(time.Duration(float64(written) / float64(pace) * float64(time.Second))))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.closing:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // Close stops taking commands, waits for queued ones, stops the follower and
@@ -141,6 +170,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	close(l.closing)
 	l.mu.RLock()
 	list := make([]*entry, 0, len(l.sites))
 	for _, e := range l.sites {
