@@ -47,3 +47,44 @@ func TestAppendOutcome(t *testing.T) {
 		})
 	}
 }
+
+// An acknowledgement is read as jetstream's Publish reads it: the sequence
+// of a stored message, the stream's refusal as an APIError (a conflict
+// stays a conflict), anything else an unreadable acknowledgement, which
+// is an unknown outcome.
+func TestParsePubAck(t *testing.T) {
+	tests := []struct {
+		name    string
+		ack     string
+		seq     uint64
+		outcome error // appendOutcome of the error; nil: stored at seq
+	}{
+		{"usual", `{"stream":"LEDGER","seq":123}`, 123, nil},
+		{"with a domain", `{"stream":"LEDGER","domain":"hub","seq":7}`, 7, nil},
+		{"duplicate", `{"stream":"LEDGER","seq":9,"duplicate":true}`, 9, nil},
+		{"spaces", `{ "stream": "LEDGER", "seq": 5 }`, 5, nil},
+		{"conflict", `{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 4"},"stream":"LEDGER","seq":0}`, 0, events.ErrConflict},
+		{"refused otherwise", `{"error":{"code":503,"err_code":10008,"description":"stream offline"}}`, 0, events.ErrUnavailable},
+		{"another stream", `{"stream":"LEDGER2","seq":3}`, 0, events.ErrOutcomeUnknown},
+		{"a stream named by a prefix", `{"stream":"LEDGERX","seq":3}`, 0, events.ErrOutcomeUnknown},
+		{"no stream", `{"seq":3}`, 0, events.ErrOutcomeUnknown},
+		{"sequence 0", `{"stream":"LEDGER","seq":0}`, 0, events.ErrOutcomeUnknown},
+		{"sequence too large", `{"stream":"LEDGER","seq":18446744073709551616}`, 0, events.ErrOutcomeUnknown},
+		{"negative sequence", `{"stream":"LEDGER","seq":-1}`, 0, events.ErrOutcomeUnknown},
+		{"cut short", `{"stream":"LEDGER","seq":12`, 0, events.ErrOutcomeUnknown},
+		{"empty", ``, 0, events.ErrOutcomeUnknown},
+		{"not JSON", `+OK`, 0, events.ErrOutcomeUnknown},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			seq, err := parsePubAck([]byte(tc.ack), "LEDGER")
+			if tc.outcome == nil {
+				assert.NoError(t, err)
+				assert.Equal(t, tc.seq, seq)
+				return
+			}
+			assert.Zero(t, seq)
+			assert.ErrorIs(t, appendOutcome(err), tc.outcome)
+		})
+	}
+}
