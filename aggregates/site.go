@@ -204,6 +204,12 @@ func (s *Site) ProcessID(i int32) string {
 	return string(s.pids.at(s.Txs[i].PidOff))
 }
 
+// UserID returns the userId of deposit i ("" for a withdrawal, whose userId
+// only its creation event holds).
+func (s *Site) UserID(i int32) string {
+	return string(s.pids.user(s.Txs[i].PidOff))
+}
+
 // Reason returns the status reason of transaction i ("" when none).
 func (s *Site) Reason(i int32) string { return s.reasons[i] }
 

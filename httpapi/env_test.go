@@ -84,6 +84,8 @@ type stackOptions struct {
 	hostedRate int64
 	// limiterNow is httpapi.Config.Now, the rate limiters' clock.
 	limiterNow func() time.Time
+	// scanBudget, when set, is the listing's records.Reader.WithScanBudget.
+	scanBudget int
 	// metrics and metricsHandler are httpapi.Config's.
 	metrics        httpapi.Metrics
 	metricsHandler http.Handler
@@ -150,6 +152,9 @@ func (e *env) newStack(o stackOptions) *stack {
 	srv.Start()
 	st.URL = srv.URL
 	reader := records.NewReader(led, ls, srv.URL)
+	if o.scanBudget != 0 {
+		reader.WithScanBudget(o.scanBudget)
+	}
 	stopDispatcher := func() {}
 	if o.dispatcher != nil {
 		st.Callbacks, stopDispatcher = e.startDispatcher(*o.dispatcher, store, led, reader, log)

@@ -418,17 +418,10 @@ func TestOpsTransactionListing(t *testing.T) {
 	for _, u := range []string{"u1", "u2"} {
 		bIDs = append(bIDs, rec(t, s.post(b, pathDeposit, depositForm("ZAINCASH", "b"+u, u, 3000))).TransactionID)
 	}
-	txIDs := func(l []record) []string {
-		out := []string{}
-		for _, r := range l {
-			out = append(out, r.TransactionID)
-		}
-		return out
-	}
 	for _, limit := range []int{1, 2, 3, 7, 100} {
 		t.Run("site paging limit "+itoa(int64(limit)), func(t *testing.T) {
 			l := s.opsList(t, "site="+a.ID, limit)
-			require.Equal(t, ids, txIDs(l), "every transaction once, in creation order")
+			require.Equal(t, ids, txIDs(l...), "every transaction once, in creation order")
 			for _, r := range l {
 				require.Equal(t, a.ID, r.SiteID)
 				require.NotEmpty(t, r.Hash)
@@ -437,7 +430,7 @@ func TestOpsTransactionListing(t *testing.T) {
 	}
 	t.Run("all sites", func(t *testing.T) {
 		l := s.opsList(t, "", 3)
-		got := txIDs(l)
+		got := txIDs(l...)
 		require.ElementsMatch(t, append(append([]string{}, ids...), bIDs...), got)
 		for _, r := range l {
 			require.True(t, strings.HasPrefix(r.TransactionID, r.SiteID+"-"))
@@ -467,7 +460,7 @@ func TestOpsTransactionListing(t *testing.T) {
 	for _, f := range filters {
 		for _, limit := range []int{1, 3} {
 			t.Run(f.query+" limit "+itoa(int64(limit)), func(t *testing.T) {
-				got := txIDs(s.opsList(t, f.query, limit))
+				got := txIDs(s.opsList(t, f.query, limit)...)
 				if strings.Contains(f.query, "site=") {
 					require.Equal(t, f.want, got)
 				} else {

@@ -2,7 +2,13 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"gateway/aggregates"
 	"gateway/ids"
@@ -10,31 +16,8 @@ import (
 )
 
 func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	site, err := siteQuery(q.Get("site"))
+	f, err := txFilter(r.URL.Query())
 	if err != nil {
-		s.writeErr(w, r, err)
-		return
-	}
-	f := records.Filter{SiteID: site, Cursor: q.Get("cursor")}
-	switch q.Get("type") {
-	case "":
-	case "deposit":
-		f.Kind = aggregates.KindDeposit
-	case "withdraw", "withdrawal":
-		f.Kind = aggregates.KindWithdrawal
-	default:
-		s.writeErr(w, r, errBad("invalid_request", "type", "type must be deposit or withdrawal"))
-		return
-	}
-	if st := q.Get("status"); st != "" {
-		var ok bool
-		if f.Status, ok = aggregates.ParseStatus(st); !ok {
-			s.writeErr(w, r, errBad("invalid_request", "status", "status must be one of pending, processing, approved, rejected, expired, paid"))
-			return
-		}
-	}
-	if f.Limit, err = queryLimit(q.Get("limit")); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
@@ -44,6 +27,154 @@ func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeData(w, r, page)
+}
+
+// txFilters are the parameters of GET /ops/v1/transactions, each with how
+// it sets the filter (docs/operator-api.md "Searching transactions").
+var txFilters = map[string]func(f *records.Filter, v string) error{
+	"site": func(f *records.Filter, v string) (err error) {
+		f.SiteID, err = siteQuery(v)
+		return err
+	},
+	"type": func(f *records.Filter, v string) error {
+		switch v {
+		case "deposit":
+			f.Kind = aggregates.KindDeposit
+		case "withdraw", "withdrawal":
+			f.Kind = aggregates.KindWithdrawal
+		default:
+			return errBad("invalid_request", "type", "type must be deposit or withdrawal")
+		}
+		return nil
+	},
+	"status": func(f *records.Filter, v string) error {
+		var ok bool
+		if f.Status, ok = aggregates.ParseStatus(v); !ok {
+			return errBad("invalid_request", "status", "status must be one of pending, processing, approved, rejected, expired, paid")
+		}
+		return nil
+	},
+	"transactionId": func(f *records.Filter, v string) error {
+		id, err := ids.ParseTx(v)
+		if err != nil {
+			return errBad("invalid_request", "transactionId", "transactionId is not a transaction id of this gateway")
+		}
+		f.TxID = id
+		return nil
+	},
+	"processId": textFilter("processId", func(f *records.Filter) *string { return &f.ProcessID }),
+	"userId":    textFilter("userId", func(f *records.Filter) *string { return &f.UserID }),
+	"name":      textFilter("name", func(f *records.Filter) *string { return &f.Name }),
+	"method":    textFilter("method", func(f *records.Filter) *string { return &f.Method }),
+	"minAmount": func(f *records.Filter, v string) (err error) {
+		f.MinAmount, err = queryAmount("minAmount", v)
+		return err
+	},
+	"maxAmount": func(f *records.Filter, v string) (err error) {
+		f.MaxAmount, err = queryAmount("maxAmount", v)
+		return err
+	},
+	"from": func(f *records.Filter, v string) (err error) {
+		f.From, err = queryTime("from", v)
+		return err
+	},
+	"to": func(f *records.Filter, v string) (err error) {
+		f.To, err = queryTime("to", v)
+		return err
+	},
+	"order": func(f *records.Filter, v string) error {
+		switch v {
+		case "oldest":
+			f.Order = records.Oldest
+		case "newest":
+			f.Order = records.Newest
+		default:
+			return errBad("invalid_request", "order", "order must be oldest or newest")
+		}
+		return nil
+	},
+	"cursor": func(f *records.Filter, v string) error {
+		f.Cursor = v
+		return nil
+	},
+	"limit": func(f *records.Filter, v string) (err error) {
+		f.Limit, err = queryLimit(v)
+		return err
+	},
+}
+
+// maxSearchText bounds a text filter: longer than any stored value.
+const maxSearchText = 256
+
+// textFilter sets the text filter field to the parameter's value.
+func textFilter(field string, dst func(*records.Filter) *string) func(*records.Filter, string) error {
+	return func(f *records.Filter, v string) error {
+		if len(v) > maxSearchText {
+			return errBad("invalid_request", field, fmt.Sprintf("%s is at most %d bytes", field, maxSearchText))
+		}
+		*dst(f) = v
+		return nil
+	}
+}
+
+// txFilter reads the listing's parameters. A parameter it does not know is
+// refused, naming it, rather than ignored: a search that quietly drops a
+// misspelt filter answers with everything, which looks like a result.
+func txFilter(q url.Values) (records.Filter, error) {
+	var f records.Filter
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the same request names the same parameter
+	for _, k := range keys {
+		set, ok := txFilters[k]
+		if !ok {
+			return f, errBad("invalid_request", k, fmt.Sprintf("unknown parameter %q; the filters are %s", k, filterNames()))
+		}
+		if len(q[k]) > 1 {
+			return f, errBad("invalid_request", k, k+" is given more than once")
+		}
+		if v := q[k][0]; v != "" {
+			if err := set(&f, v); err != nil {
+				return f, err
+			}
+		}
+	}
+	if f.MinAmount != 0 && f.MaxAmount != 0 && f.MinAmount > f.MaxAmount {
+		return f, errBad("invalid_request", "maxAmount", "maxAmount is below minAmount")
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return f, errBad("invalid_request", "to", "to must be after from")
+	}
+	return f, nil
+}
+
+func filterNames() string {
+	n := make([]string, 0, len(txFilters))
+	for k := range txFilters {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
+
+// queryAmount reads an amount bound: a positive whole number of IQD.
+func queryAmount(field, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, errBad("invalid_request", field, field+" must be a positive whole number of IQD")
+	}
+	return n, nil
+}
+
+// queryTime reads a time bound: RFC 3339, as records show times.
+func queryTime(field, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, errBad("invalid_request", field, field+" must be a time in RFC 3339, e.g. 2026-01-02T15:04:05Z")
+	}
+	return t, nil
 }
 
 func (s *Server) opsTransaction(w http.ResponseWriter, r *http.Request) {

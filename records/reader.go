@@ -3,10 +3,8 @@ package records
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +18,8 @@ import (
 type Store interface {
 	Get(ctx context.Context, seq uint64) (events.Msg, error)
 	Next(ctx context.Context, subject string, seq uint64) (events.Msg, error)
+	// LastSeq returns the stream's last sequence (0 when empty).
+	LastSeq(ctx context.Context) (uint64, error)
 }
 
 // State is what the records are built from: the write side's state of
@@ -54,6 +54,9 @@ type Reader struct {
 
 	// created caches decoded creation events by transaction id. They
 	// never change once stored, so the cache needs no invalidation.
+	// scanBudget is ScanBudget unless a test set another.
+	scanBudget int
+
 	mu      sync.Mutex
 	created map[ids.TxID]events.Event
 	order   []ids.TxID
@@ -64,8 +67,15 @@ const createdCacheSize = 4096
 
 // NewReader returns a Reader. publicURL is the base of hosted page links.
 func NewReader(st State, store Store, publicURL string) *Reader {
-	return &Reader{state: st, store: store, publicURL: strings.TrimRight(publicURL, "/"),
+	return &Reader{state: st, store: store, publicURL: strings.TrimRight(publicURL, "/"), scanBudget: ScanBudget,
 		created: make(map[ids.TxID]events.Event, createdCacheSize), order: make([]ids.TxID, createdCacheSize)}
+}
+
+// WithScanBudget sets how many creation events one page of a listing reads
+// at most (ScanBudget by default) and returns r.
+func (r *Reader) WithScanBudget(n int) *Reader {
+	r.scanBudget = max(n, 1)
+	return r
 }
 
 // PublicURL returns the base of hosted page links.
@@ -338,119 +348,8 @@ func (r *Reader) BalanceOf(ctx context.Context, siteID ids.SiteID) (Balance, err
 	return b, err
 }
 
-// Filter selects transactions for an operator listing.
-type Filter struct {
-	// SiteID limits the listing to one site ("" for all).
-	SiteID ids.SiteID
-	// Kind is 0 for both kinds.
-	Kind aggregates.Kind
-	// Status is 0 for every status.
-	Status aggregates.Status
-	// Cursor continues a previous page ("" for the first).
-	Cursor string
-	// Limit is the page size.
-	Limit int
-}
-
 // Page is one page of a listing; NextCursor is nil on the last page.
 type Page[T any] struct {
 	Items      []T     `json:"items"`
 	NextCursor *string `json:"nextCursor"`
-}
-
-// ErrBadCursor is returned for a cursor this server did not issue.
-var ErrBadCursor = errors.New("invalid cursor")
-
-// List pages through transactions in creation order, site by site (sites
-// sorted by id). It first catches up with the stream (one read of its last
-// sequence), so that a listing shows every write acknowledged anywhere
-// before it was asked for.
-func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
-	if err := r.state.CatchUp(ctx); err != nil {
-		return Page[OpsRecord]{}, err
-	}
-	if f.Limit <= 0 || f.Limit > 500 {
-		f.Limit = 100
-	}
-	startSite, startIdx, err := decodeCursor(f.Cursor)
-	if err != nil {
-		return Page[OpsRecord]{}, err
-	}
-	sites := r.state.SiteIDs()
-	if f.SiteID != "" {
-		if _, ok := r.state.SiteConfig(f.SiteID); !ok {
-			return Page[OpsRecord]{}, aggregates.ErrSiteNotFound
-		}
-		sites = []ids.SiteID{f.SiteID}
-	}
-	page := Page[OpsRecord]{Items: []OpsRecord{}}
-	var snaps []snapshot
-	var lastSite ids.SiteID
-	var lastIdx int32
-	more := false
-	for _, id := range sites {
-		if id < startSite {
-			continue
-		}
-		from := int32(0)
-		if id == startSite {
-			from = startIdx
-		}
-		err := r.state.Read(ctx, id, local, func(s *aggregates.Site) error {
-			for i := from; int(i) < len(s.Txs); i++ {
-				tx := &s.Txs[i]
-				if (f.Kind != 0 && tx.Kind != f.Kind) || (f.Status != 0 && tx.Status != f.Status) {
-					continue
-				}
-				if len(snaps) == f.Limit {
-					more = true
-					return nil
-				}
-				snaps = append(snaps, snapshot{tx: *tx, reason: s.Reason(i), id: ids.NewTx(id, i), secret: s.Cfg.Secret})
-				lastSite, lastIdx = id, i
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, aggregates.ErrSiteNotFound) {
-			return page, err
-		}
-		if more {
-			break
-		}
-	}
-	for _, sn := range snaps {
-		rec, err := r.record(ctx, sn, nil)
-		if err != nil {
-			return page, err
-		}
-		page.Items = append(page.Items, OpsRecord{SiteID: sn.id.Site(), Record: rec})
-	}
-	if more {
-		c := encodeCursor(lastSite, lastIdx+1)
-		page.NextCursor = &c
-	}
-	return page, nil
-}
-
-func encodeCursor(site ids.SiteID, idx int32) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(string(site) + "\x00" + strconv.FormatInt(int64(idx), 10)))
-}
-
-// decodeCursor parses a cursor, which comes back from outside like any
-// other input: its site must be a site id.
-func decodeCursor(c string) (ids.SiteID, int32, error) {
-	if c == "" {
-		return "", 0, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return "", 0, ErrBadCursor
-	}
-	raw, idx, ok := strings.Cut(string(b), "\x00")
-	n, err := strconv.ParseInt(idx, 10, 32)
-	site, serr := ids.ParseSite(raw)
-	if !ok || serr != nil || err != nil || n < 0 {
-		return "", 0, ErrBadCursor
-	}
-	return site, int32(n), nil
 }

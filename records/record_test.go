@@ -10,7 +10,6 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
-	"gateway/ids"
 )
 
 func TestResponseHash(t *testing.T) {
@@ -67,16 +66,23 @@ func TestBuildRecordShapes(t *testing.T) {
 }
 
 func TestCursor(t *testing.T) {
-	c := encodeCursor("s1", 42)
-	site, idx, err := decodeCursor(c)
-	require.NoError(t, err)
-	assert.Equal(t, ids.SiteID("s1"), site)
-	assert.EqualValues(t, 42, idx)
-	hostile := func(site string) string {
-		return base64.RawURLEncoding.EncodeToString([]byte(site + "\x00" + "1"))
+	for _, o := range []Order{Oldest, Newest} {
+		c := encodeCursor(o, pos{42, 3})
+		p, started, err := decodeCursor(c, o)
+		require.NoError(t, err)
+		assert.True(t, started)
+		assert.Equal(t, pos{42, 3}, p)
+		// A cursor of the other order would skip or repeat transactions.
+		_, _, err = decodeCursor(c, 1-o)
+		assert.ErrorIs(t, err, ErrBadCursor)
 	}
-	for _, bad := range []string{"!!", "czE", encodeCursor("", 1), "czEAeA", hostile("*"), hostile(">"), hostile("a.b"), hostile("a b")} {
-		_, _, err := decodeCursor(bad)
+	_, started, err := decodeCursor("", Oldest)
+	require.NoError(t, err)
+	assert.False(t, started)
+	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, bad := range []string{"!!", "czE", enc("s1\x001"), enc("c2:0:0:0"), enc("c2:0:1"), enc("c2:0:1:2:3"),
+		enc("c1:0:1:0"), enc("c2:0:-1:0"), enc("c2:0:1:70000"), enc("c2:0:x:0"), enc("c2:0:18446744073709551616:0")} {
+		_, _, err := decodeCursor(bad, Oldest)
 		assert.ErrorIs(t, err, ErrBadCursor, bad)
 	}
 }
