@@ -56,12 +56,17 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
+	return body, unmarshalStrict(r, body, v)
+}
+
+// unmarshalStrict decodes an operator body read already (see decodeJSON).
+func unmarshalStrict(r *http.Request, body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return body, nil
+		return nil
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return nil, errBad("invalid_request", "", "the body must be application/json")
+			return errBad("invalid_request", "", "the body must be application/json")
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -69,21 +74,21 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, erro
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
+			return errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
 		}
 		// encoding/json has no typed error for DisallowUnknownFields; its
 		// message is `json: unknown field "name"`. Name the field.
 		if _, q, ok := strings.Cut(err.Error(), "unknown field "); ok {
 			if name, uerr := strconv.Unquote(q); uerr == nil {
-				return nil, errBad("invalid_request", name, name+" is not a field of this call")
+				return errBad("invalid_request", name, name+" is not a field of this call")
 			}
 		}
-		return nil, errBad("invalid_request", "", "the body is not valid JSON for this call: "+err.Error())
+		return errBad("invalid_request", "", "the body is not valid JSON for this call: "+err.Error())
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errBad("invalid_request", "", "the body must hold one JSON object")
+		return errBad("invalid_request", "", "the body must hold one JSON object")
 	}
-	return body, nil
+	return nil
 }
 
 func queryLimit(v string) (int, error) {
@@ -115,11 +120,17 @@ func derefBool(p *bool) bool { return p != nil && *p }
 
 // readBody reads at most MaxBody bytes of the body.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	tooLarge := &apiError{status: 413, code: "body_too_large", message: "the request body is over 16 KiB"}
-	if r.ContentLength > MaxBody {
+	return readBodyUpTo(w, r, MaxBody)
+}
+
+// readBodyUpTo is readBody with another limit, in bytes (a multiple of
+// 1 KiB).
+func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	tooLarge := &apiError{status: 413, code: "body_too_large", message: fmt.Sprintf("the request body is over %d KiB", limit>>10)}
+	if r.ContentLength > limit {
 		return nil, tooLarge
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -39,6 +39,7 @@ func (s *Server) opsRoutes(r chi.Router) {
 	admin.Patch("/banks/{id}", s.updateBank)
 	read.Get("/transactions", s.listTransactions)
 	read.Get("/transactions/{id}", s.opsTransaction)
+	read.Post("/matches", s.matches)
 	act.Post("/deposits/{id}/approve", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount)}
 	}))

@@ -1,0 +1,168 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// proposal and result are the data of POST /ops/v1/matches.
+type proposal struct {
+	Deposit     record `json:"deposit"`
+	Score       int    `json:"score"`
+	Reason      string `json:"reason"`
+	AmountMatch string `json:"amountMatch"`
+	NameMatch   string `json:"nameMatch"`
+	MethodMatch string `json:"methodMatch"`
+}
+
+type matchResult struct {
+	Transfer struct {
+		Line      int     `json:"line"`
+		Amount    int64   `json:"amount"`
+		Name      string  `json:"name"`
+		Time      *string `json:"time"`
+		Method    string  `json:"method"`
+		Reference string  `json:"reference"`
+	} `json:"transfer"`
+	Proposals []proposal `json:"proposals"`
+}
+
+func (s *stack) matchText(t testing.TB, token, query, contentType, text string) resp {
+	t.Helper()
+	return s.send(t, "POST", "/ops/v1/matches"+query, text, map[string]string{"Authorization": "Bearer " + token, "Content-Type": contentType})
+}
+
+func matchResults(t testing.TB, r resp) []matchResult {
+	t.Helper()
+	requireOK(t, r)
+	var p page[matchResult]
+	r.decode(t, &p)
+	require.Nil(t, p.NextCursor)
+	return p.Items
+}
+
+// TestMatches: transfer lines pasted from a statement get the pending
+// deposits they may pay for, ranked; approving the best one is the approve
+// action, with its roles: an auditor sees the proposals and cannot approve.
+func TestMatches(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	a := s.newSite(nil, 0)
+	b := s.newSite(nil, 0)
+	dep := func(st site, pid, user, name string, amount int64) record {
+		f := depositForm("ZAINCASH", pid, user, amount)
+		f.Set("name", name)
+		return rec(t, s.post(st, pathDeposit, f))
+	}
+	ali := dep(a, "m1", "u1", "Ali Kareem", 25000)
+	ahmed := dep(b, "m2", "u2", "أحمد حسن", 25000)
+	sara := dep(a, "m3", "u3", "Sara Ahmed", 40000)
+	done := dep(a, "m4", "u4", "Done Already", 7000)
+	requireOK(t, s.ops("POST", "/ops/v1/deposits/"+done.TransactionID+"/approve", nil))
+
+	auditor := s.newOperator(t, "Aya Auditor", "auditor").Token
+	operator := s.newOperator(t, "Omar Operator", "operator").Token
+	text := "amount\tname\ttime\tmethod\treference\n" +
+		"25,000\tاحمد  حسن\t2099-01-01 10:00\tZAINCASH\tZC-1\n" +
+		"24000\tSara Ahmed\t\t\tZC-2\n" +
+		"7000\tDone Already\t\t\tZC-3\n"
+	for _, ct := range []string{"text/tab-separated-values", "text/plain; charset=utf-8"} {
+		res := matchResults(t, s.matchText(t, auditor, "", ct, text))
+		require.Len(t, res, 3)
+		require.Equal(t, 2, res[0].Transfer.Line)
+		require.Equal(t, "ZC-1", res[0].Transfer.Reference)
+		require.Equal(t, "2099-01-01T07:00:00Z", *res[0].Transfer.Time, "Baghdad time")
+		// Both 25,000 deposits, the one of that name first (أحمد حسن
+		// written without its hamza).
+		require.Len(t, res[0].Proposals, 2)
+		require.Equal(t, ahmed.TransactionID, res[0].Proposals[0].Deposit.TransactionID)
+		require.Equal(t, b.ID, res[0].Proposals[0].Deposit.SiteID)
+		require.Equal(t, "exact", res[0].Proposals[0].NameMatch)
+		require.Equal(t, ali.TransactionID, res[0].Proposals[1].Deposit.TransactionID)
+		require.Equal(t, "different", res[0].Proposals[1].NameMatch)
+		require.Contains(t, res[0].Proposals[0].Reason, "amount matches exactly; name matches exactly")
+		// Another amount, found by the name.
+		require.Len(t, res[1].Proposals, 1)
+		require.Equal(t, sara.TransactionID, res[1].Proposals[0].Deposit.TransactionID)
+		require.Equal(t, "different", res[1].Proposals[0].AmountMatch)
+		require.Contains(t, res[1].Proposals[0].Reason, "24,000 received, 40,000 requested")
+		// An approved deposit is no candidate.
+		require.Empty(t, res[2].Proposals)
+	}
+
+	// One site only.
+	res := matchResults(t, s.matchText(t, auditor, "?site="+a.ID, "text/csv", "25000,Ahmed Hasan\n"))
+	require.Len(t, res[0].Proposals, 1)
+	require.Equal(t, ali.TransactionID, res[0].Proposals[0].Deposit.TransactionID)
+
+	// As JSON, the same.
+	r := s.opsAs(t, auditor, "POST", "/ops/v1/matches", map[string]any{"transfers": []map[string]any{
+		{"amount": 24000, "name": "sara ahmed", "time": "2026-01-01T00:00:00Z", "reference": "R"}}})
+	jres := matchResults(t, r)
+	require.Equal(t, sara.TransactionID, jres[0].Proposals[0].Deposit.TransactionID)
+	require.Equal(t, 0, jres[0].Transfer.Line)
+	// A pasted text in JSON.
+	jres = matchResults(t, s.opsAs(t, auditor, "POST", "/ops/v1/matches", map[string]any{"text": "40000,Sara Ahmed"}))
+	require.Equal(t, "exact", jres[0].Proposals[0].AmountMatch)
+
+	// The auditor cannot approve the proposal; the operator approves it
+	// with the amount received, as the approve action does.
+	path := "/ops/v1/deposits/" + sara.TransactionID + "/approve"
+	requireErr(t, s.opsAs(t, auditor, "POST", path, map[string]any{"amount": 24000}), 403, "forbidden", "")
+	got := rec(t, s.opsAs(t, operator, "POST", path, map[string]any{"amount": 24000}))
+	require.Equal(t, "approved", got.Status)
+	require.Equal(t, int64(24000), got.Amount)
+	// No longer proposed.
+	res = matchResults(t, s.matchText(t, auditor, "", "text/csv", "24000,Sara Ahmed\n"))
+	require.Empty(t, res[0].Proposals)
+}
+
+// TestMatches_refused: what cannot be read is a 400 naming where, and
+// nothing is matched.
+func TestMatches_refused(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	tr := func(m map[string]any) map[string]any { return map[string]any{"transfers": []map[string]any{m}} }
+	for _, tc := range []struct {
+		name, query, ct, body string
+		json                  any
+		status                int
+		field, message        string
+	}{
+		{name: "bad lines, every one named", ct: "text/csv", body: "25000,Ali\nabc,Sara\n100,\n", status: 400, field: "text",
+			message: "nothing was matched: line 2, amount: \"abc\" is not a whole number of IQD; line 3, name: the sender's name is missing"},
+		{name: "no lines", ct: "text/csv", body: "\n\n", status: 400, field: "text", message: "no transfer lines"},
+		{name: "empty JSON", json: map[string]any{}, status: 400, field: "text", message: "no transfer lines"},
+		{name: "both", json: map[string]any{"text": "1,a", "transfers": []map[string]any{{"amount": 1, "name": "a"}}}, status: 400, field: "transfers"},
+		{name: "unknown field", json: map[string]any{"lines": "1,a"}, status: 400, field: "lines"},
+		{name: "unknown parameter", query: "?sites=x", json: tr(map[string]any{"amount": 1, "name": "a"}), status: 400, field: "sites"},
+		{name: "unknown site", query: "?site=snope", json: tr(map[string]any{"amount": 1, "name": "a"}), status: 404},
+		{name: "zero amount", json: tr(map[string]any{"amount": 0, "name": "a"}), status: 400, field: "transfers[0].amount"},
+		{name: "a fraction", json: tr(map[string]any{"amount": 1.5, "name": "a"}), status: 400, field: "transfers.amount"},
+		{name: "no name", json: tr(map[string]any{"amount": 5, "name": " "}), status: 400, field: "transfers[0].name"},
+		{name: "bad time", json: tr(map[string]any{"amount": 5, "name": "a", "time": "noon"}), status: 400, field: "transfers[0].time"},
+		{name: "long reference", json: tr(map[string]any{"amount": 5, "name": "a", "reference": strings.Repeat("r", 257)}), status: 400, field: "transfers[0].reference"},
+		{name: "too many lines", ct: "text/csv", body: strings.Repeat("1,a\n", 1001), status: 400, field: "text", message: "more than 1000 transfers"},
+		{name: "too large", ct: "text/csv", body: strings.Repeat("x", 512<<10+1), status: 413},
+		{name: "another content type", ct: "application/xml", body: "<x/>", status: 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := tc.body
+			ct := tc.ct
+			if tc.json != nil {
+				raw, err := json.Marshal(tc.json)
+				require.NoError(t, err)
+				body, ct = string(raw), "application/json"
+			}
+			r := s.matchText(t, adminToken, tc.query, ct, body)
+			code := map[int]string{400: "invalid_request", 404: "not_found", 413: "body_too_large"}[tc.status]
+			requireErr(t, r, tc.status, code, tc.field)
+			require.Contains(t, r.Message, tc.message)
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package matching
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxLines bounds the transfers of one request.
+const MaxLines = 1000
+
+// Baghdad is the time zone of a statement's times written without one
+// (Iraq keeps UTC+3 all year).
+var Baghdad = time.FixedZone("Asia/Baghdad", 3*60*60)
+
+// LineError is a line of pasted text that could not be read.
+type LineError struct {
+	Line   int    `json:"line"`
+	Column string `json:"column,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (e *LineError) Error() string {
+	if e.Column != "" {
+		return fmt.Sprintf("line %d, %s: %s", e.Line, e.Column, e.Reason)
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Reason)
+}
+
+// ErrTooMany is returned for more than MaxLines transfers.
+var ErrTooMany = fmt.Errorf("more than %d transfers", MaxLines)
+
+// Parse reads transfer lines pasted from a statement or uploaded as a file:
+// CSV or TSV (tab-separated when the first line holds a tab), one transfer
+// a line, in the columns amount, sender name, time, method, reference; the
+// last three may be left out or empty. A first line whose amount is not a
+// number, and has no digit, is a header and is skipped; so are blank lines. The amount is a
+// whole number of IQD, with ',', '٬', '.' or spaces between groups of three
+// digits and Arabic-Indic digits allowed (statements write "25,000" and
+// "٢٥٬٠٠٠"). The time is RFC 3339, or "2006-01-02 15:04[:05]" in Baghdad
+// time. Every line that cannot be read is reported, and then nothing is
+// matched: a statement read in part would look like a statement matched in
+// full.
+func Parse(text string) ([]Transfer, error) {
+	if !utf8.ValidString(text) {
+		return nil, &LineError{Line: 1, Reason: "the text is not UTF-8"}
+	}
+	first, _, _ := strings.Cut(text, "\n")
+	r := csv.NewReader(strings.NewReader(text))
+	if strings.Contains(first, "\t") {
+		r.Comma = '\t'
+	}
+	r.FieldsPerRecord = -1
+	r.LazyQuotes = true
+	var out []Transfer
+	var errs []error
+	for n := 0; ; n++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := r.FieldPos(0)
+		if err != nil {
+			errs = append(errs, &LineError{Line: line, Reason: err.Error()})
+			break
+		}
+		if blank(rec) {
+			continue
+		}
+		t, lerr := parseLine(line, rec)
+		if lerr != nil {
+			if n == 0 && lerr.Column == "amount" && !strings.ContainsFunc(col0(rec), unicode.IsDigit) {
+				continue // a header
+			}
+			errs = append(errs, lerr)
+			continue
+		}
+		if len(out) == MaxLines {
+			return nil, ErrTooMany
+		}
+		out = append(out, t)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func col0(rec []string) string {
+	if len(rec) == 0 {
+		return ""
+	}
+	return rec[0]
+}
+
+func blank(rec []string) bool {
+	for _, f := range rec {
+		if strings.TrimSpace(f) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func parseLine(line int, rec []string) (Transfer, *LineError) {
+	col := func(i int) string {
+		if i < len(rec) {
+			return strings.TrimSpace(rec[i])
+		}
+		return ""
+	}
+	if len(rec) > 5 {
+		return Transfer{}, &LineError{Line: line, Reason: fmt.Sprintf("%d columns; the columns are amount, name, time, method, reference", len(rec))}
+	}
+	amount, err := ParseAmount(col(0))
+	if err != nil {
+		return Transfer{}, &LineError{Line: line, Column: "amount", Reason: err.Error()}
+	}
+	t := Transfer{Line: line, Amount: amount, Name: col(1), Method: col(3), Reference: col(4)}
+	if t.Name == "" {
+		return Transfer{}, &LineError{Line: line, Column: "name", Reason: "the sender's name is missing"}
+	}
+	for _, f := range []struct{ name, v string }{{"name", t.Name}, {"method", t.Method}, {"reference", t.Reference}} {
+		if len(f.v) > 256 {
+			return Transfer{}, &LineError{Line: line, Column: f.name, Reason: "longer than 256 bytes"}
+		}
+	}
+	if v := col(2); v != "" {
+		if t.Time, err = ParseTime(v); err != nil {
+			return Transfer{}, &LineError{Line: line, Column: "time", Reason: err.Error()}
+		}
+	}
+	return t, nil
+}
+
+// ParseAmount reads a statement's amount (see Parse).
+func ParseAmount(s string) (int64, error) {
+	var digits strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digits.WriteRune(r)
+		case r >= '٠' && r <= '٩':
+			digits.WriteRune('0' + r - '٠')
+		case r >= '۰' && r <= '۹':
+			digits.WriteRune('0' + r - '۰')
+		case r == ',' || r == '٬' || r == '.' || r == ' ' || r == '\u00a0' || r == '\u202f':
+			digits.WriteRune(',')
+		default:
+			return 0, fmt.Errorf("%q is not a whole number of IQD", s)
+		}
+	}
+	d := digits.String()
+	groups := strings.Split(d, ",")
+	for i, g := range groups {
+		if g == "" || i > 0 && len(g) != 3 || i == 0 && len(groups) > 1 && len(g) > 3 {
+			return 0, fmt.Errorf("%q is not a whole number of IQD (separators go between groups of three digits)", s)
+		}
+	}
+	n, err := strconv.ParseInt(strings.Join(groups, ""), 10, 64)
+	if err != nil || n <= 0 || n > 1<<50 {
+		return 0, fmt.Errorf("%q is not a positive whole number of IQD", s)
+	}
+	return n, nil
+}
+
+// ParseTime reads a statement's time (see Parse).
+func ParseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if t, err := time.ParseInLocation(layout, s, Baghdad); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: write 2026-01-02 15:04 (Baghdad time) or RFC 3339", s)
+}
