@@ -47,29 +47,7 @@ func callbackType(name string) string {
 // txOf returns the transaction an event concerns ("" for site, treasury
 // and catalog events).
 func txOf(e events.Event) ids.TxID {
-	return ids.TxID(txString(e))
-}
-
-func txString(e events.Event) string {
-	switch p := e.Payload.(type) {
-	case *events.DepositRequested:
-		return p.TxID
-	case *events.DepositApproved:
-		return p.TxID
-	case *events.DepositRejected:
-		return p.TxID
-	case *events.DepositExpired:
-		return p.TxID
-	case *events.WithdrawalRequested:
-		return p.TxID
-	case *events.WithdrawalProcessing:
-		return p.TxID
-	case *events.WithdrawalPaid:
-		return p.TxID
-	case *events.WithdrawalRejected:
-		return p.TxID
-	}
-	return ""
+	return ids.TxID(e.Tx())
 }
 
 // WebhookID is the Standard Webhooks message id of the idx-th event of the

@@ -78,6 +78,30 @@ type Event struct {
 // At returns the event time as a time.Time in UTC.
 func (e Event) At() time.Time { return time.UnixMilli(e.Time).UTC() }
 
+// Tx returns the id of the transaction the event concerns ("" for an event
+// of no transaction).
+func (e Event) Tx() string {
+	switch p := e.Payload.(type) {
+	case *DepositRequested:
+		return p.TxID
+	case *DepositApproved:
+		return p.TxID
+	case *DepositRejected:
+		return p.TxID
+	case *DepositExpired:
+		return p.TxID
+	case *WithdrawalRequested:
+		return p.TxID
+	case *WithdrawalProcessing:
+		return p.TxID
+	case *WithdrawalPaid:
+		return p.TxID
+	case *WithdrawalRejected:
+		return p.TxID
+	}
+	return ""
+}
+
 // ErrUnknownEvent is returned by Decode for a name this build does not know.
 var ErrUnknownEvent = errors.New("unknown event name")
 

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -56,6 +57,8 @@ type Server struct {
 	log     *slog.Logger
 	limiter *limiter
 	router  chi.Router
+	// adminHash is the SHA-256 of the bootstrap admin token.
+	adminHash [32]byte
 }
 
 // MaxBody is the largest merchant or operator request body (docs/merchant-api.md "Order of checks").
@@ -87,7 +90,8 @@ func New(cfg Config) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
 	}
-	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now)}
+	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now),
+		adminHash: sha256.Sum256([]byte(cfg.AdminToken))}
 	r := chi.NewRouter()
 	r.Use(withRequestID, s.observe, s.recoverer, s.deadline)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -105,4 +106,81 @@ func (r *Reader) History(ctx context.Context, siteID ids.SiteID, cursor string, 
 		return page, err
 	}
 	return page, nil
+}
+
+// TxHistoryBudget is how many of its site's messages TxHistory reads at
+// most after a transaction's creation.
+const TxHistoryBudget = 5000
+
+// TxHistory returns the events of one transaction, oldest first: its
+// creation and every change since, read from its site's messages starting
+// at the creation's. It stops at the event of the transaction's last
+// change (the state's updatedAt); complete is false when the budget ran
+// out before (a site with thousands of messages between the creation and
+// the last change).
+func (r *Reader) TxHistory(ctx context.Context, txID ids.TxID) (items []HistoryItem, complete bool, err error) {
+	siteID := txID.Site()
+	var snap snapshot
+	var ok bool
+	err = r.state.Read(ctx, siteID, fresh, func(s *aggregates.Site) error {
+		var i int32
+		if i, ok = s.Lookup(txID); ok {
+			snap = snapshot{tx: s.Txs[i], id: txID}
+		}
+		return nil
+	})
+	if errors.Is(err, aggregates.ErrSiteNotFound) || err == nil && !ok {
+		return nil, false, aggregates.ErrNotFound
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	subj, err := events.SiteSubject(siteID)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", aggregates.ErrNotFound, err)
+	}
+	from := snap.tx.Seq
+	for range TxHistoryBudget {
+		m, err := r.store.Next(ctx, subj, from)
+		if errors.Is(err, events.ErrNotFound) {
+			return items, false, nil
+		}
+		if err != nil {
+			return items, false, err
+		}
+		evs, err := events.Decode(m.Data)
+		if err != nil {
+			return items, false, fmt.Errorf("site %s message %d: %w", siteID, m.Seq, err)
+		}
+		last := false
+		for i, e := range evs {
+			if e.Tx() != string(txID) {
+				continue
+			}
+			it, err := Readable(m.Seq, i, e)
+			if err != nil {
+				return items, false, err
+			}
+			items = append(items, it)
+			last = e.Time >= snap.tx.UpdatedAt && statusAfter(e.Name) == snap.tx.Status.String()
+		}
+		if last {
+			return items, true, nil
+		}
+		from = m.Seq + 1
+	}
+	return items, false, nil
+}
+
+// statusAfter is the status a transaction event leaves its transaction in
+// (the middle of its name: deposit.approved.v1 → approved).
+func statusAfter(name string) string {
+	parts := strings.Split(name, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	if parts[1] == "requested" {
+		return aggregates.StatusPending.String()
+	}
+	return parts[1]
 }
