@@ -78,7 +78,10 @@ const operatorTokenPrefix = "op_"
 // request causes.
 func (s *Server) opsAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			tok = ""
+		}
 		who, err := s.authenticate(r, tok)
 		if err != nil {
 			s.writeErr(w, r, err)
