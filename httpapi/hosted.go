@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 // pageText is the hosted page's wording in one language.
 type pageText struct {
 	Title, PayTo, Method, Recipient, Number, Amount, Copy, Copied, ExpiresIn, Expired string
-	Exact, Approved, Rejected, ExpiredFinal, Pending, Currency                        string
+	Exact, Approved, Rejected, ExpiredFinal, Pending, Currency, Merchant, Order       string
 }
 
 var pageTexts = map[string]pageText{
@@ -27,29 +28,30 @@ var pageTexts = map[string]pageText{
 		ExpiresIn: "Time left", Expired: "Time is up", Exact: "The amount must match exactly.",
 		Approved: "Your deposit was received and approved.", Rejected: "This deposit was rejected.",
 		ExpiredFinal: "This deposit request has expired. If you already paid, contact support.",
-		Pending:      "Waiting for your transfer…", Currency: "IQD"},
+		Pending:      "Waiting for your transfer…", Currency: "IQD", Merchant: "Paying", Order: "Order reference"},
 	"ar": {Title: "إيداع", PayTo: "أرسل هذا المبلغ بالضبط في تحويل واحد من محفظتك الخاصة", Method: "طريقة الدفع",
 		Recipient: "اسم المستلم", Number: "رقم المستلم", Amount: "المبلغ", Copy: "نسخ", Copied: "تم النسخ",
 		ExpiresIn: "الوقت المتبقي", Expired: "انتهى الوقت", Exact: "يجب أن يطابق المبلغ تماماً.",
 		Approved: "تم استلام إيداعك والموافقة عليه.", Rejected: "تم رفض هذا الإيداع.",
 		ExpiredFinal: "انتهت صلاحية طلب الإيداع هذا. إذا كنت قد دفعت بالفعل، فاتصل بالدعم.",
-		Pending:      "بانتظار تحويلك…", Currency: "د.ع"},
+		Pending:      "بانتظار تحويلك…", Currency: "د.ع", Merchant: "الدفع إلى", Order: "رقم الطلب"},
 	"ku": {Title: "پارەدانان", PayTo: "ئەم بڕە بە تەواوی لە یەک گواستنەوەدا لە جزدانی خۆتەوە بنێرە", Method: "ڕێگای پارەدان",
 		Recipient: "ناوی وەرگر", Number: "ژمارەی وەرگر", Amount: "بڕ", Copy: "لەبەرگرتنەوە", Copied: "لەبەرگیرایەوە",
 		ExpiresIn: "کاتی ماوە", Expired: "کات تەواو بوو", Exact: "بڕەکە دەبێت وەک خۆی بێت.",
 		Approved: "پارەکەت گەیشت و پەسەند کرا.", Rejected: "ئەم پارەدانانە ڕەتکرایەوە.",
 		ExpiredFinal: "ماوەی ئەم داواکارییە بەسەرچوو. ئەگەر پارەت داوە، پەیوەندی بە پشتگیرییەوە بکە.",
-		Pending:      "چاوەڕێی گواستنەوەکەتین…", Currency: "د.ع"},
+		Pending:      "چاوەڕێی گواستنەوەکەتین…", Currency: "د.ع", Merchant: "پارەدان بۆ", Order: "ژمارەی داواکاری"},
 }
 
 type pageData struct {
 	Lang, Dir                   string
 	T                           pageText
 	Rec                         records.Record
-	Amount                      string
+	Amount, RawAmount           string
 	Status                      string
 	ExpiresUnixMs               int64
 	BankName, AcctName, AcctNum string
+	Merchant, StatusURL         string
 }
 
 var pageTmpl = template.Must(template.New("pay").Parse(`<!doctype html>
@@ -57,46 +59,100 @@ var pageTmpl = template.Must(template.New("pay").Parse(`<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-{{if eq .Status "pending"}}<meta http-equiv="refresh" content="20">{{end}}
 <title>{{.T.Title}} · {{.Amount}} {{.T.Currency}}</title>
 <style>
-body{font-family:system-ui,-apple-system,"Segoe UI",Tahoma,sans-serif;background:#f4f5f7;margin:0;padding:16px;color:#1d2330}
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans Arabic",Tahoma,sans-serif;background:#f4f5f7;margin:0;padding:16px;color:#1d2330}
 main{max-width:440px;margin:0 auto;background:#fff;border-radius:12px;padding:20px;box-shadow:0 1px 4px #0002}
-h1{font-size:1.2rem;margin:0 0 12px}
+h1{font-size:1.2rem;margin:0 0 4px}.merchant{color:#5b6475;margin:0 0 12px}
 .row{display:flex;justify-content:space-between;align-items:center;gap:8px;padding:10px 0;border-bottom:1px solid #eee}
-.label{color:#5b6475;font-size:.9rem}.value{font-weight:600;word-break:break-all;direction:ltr;unicode-bidi:embed}
-button{border:1px solid #3461c1;background:#fff;color:#3461c1;border-radius:6px;padding:4px 10px;cursor:pointer}
+.label{color:#5b6475;font-size:.9rem}.value{font-weight:600;word-break:break-all}.ltr{direction:ltr;unicode-bidi:embed}
+button{border:1px solid #3461c1;background:#fff;color:#3461c1;border-radius:6px;padding:4px 10px;cursor:pointer;font:inherit}
+button:focus-visible{outline:3px solid #f0b429;outline-offset:2px}
 .note{font-size:.9rem;color:#5b6475;margin-top:12px}.state{font-size:1.05rem;font-weight:600;margin:12px 0}
 .ok{color:#17803d}.bad{color:#b42318}.timer{font-variant-numeric:tabular-nums}
 </style>
 </head>
 <body>
-<main>
+<main data-status="{{.Status}}" data-status-url="{{.StatusURL}}">
 <h1>{{.T.Title}}</h1>
+<p class="merchant">{{.T.Merchant}} <b id="merchant">{{.Merchant}}</b></p>
+<div class="row"><span class="label">{{.T.Order}}</span><span class="value ltr" id="order">{{.Rec.ProcessID}}</span></div>
+<div class="row"><span class="label">{{.T.Amount}}</span><span class="value" id="amount" data-value="{{.RawAmount}}">{{.Amount}} {{.T.Currency}}</span>{{if eq .Status "pending"}}<button type="button" class="pending-only" data-copy="amount">{{.T.Copy}}</button>{{end}}</div>
 {{if eq .Status "pending"}}
+<div class="pending-only">
 <p>{{.T.PayTo}}</p>
 <div class="row"><span class="label">{{.T.Method}}</span><span class="value">{{.BankName}}</span></div>
 <div class="row"><span class="label">{{.T.Recipient}}</span><span class="value" id="name">{{.AcctName}}</span><button type="button" data-copy="name">{{.T.Copy}}</button></div>
-<div class="row"><span class="label">{{.T.Number}}</span><span class="value" id="number">{{.AcctNum}}</span><button type="button" data-copy="number">{{.T.Copy}}</button></div>
-<div class="row"><span class="label">{{.T.Amount}}</span><span class="value" id="amount">{{.Amount}}</span><button type="button" data-copy="amount">{{.T.Copy}}</button></div>
-<div class="row"><span class="label">{{.T.ExpiresIn}}</span><span class="value timer" id="timer" data-expires="{{.ExpiresUnixMs}}">–</span></div>
+<div class="row"><span class="label">{{.T.Number}}</span><span class="value ltr" id="number">{{.AcctNum}}</span><button type="button" data-copy="number">{{.T.Copy}}</button></div>
+<div class="row"><span class="label">{{.T.ExpiresIn}}</span><span class="value timer ltr" id="timer" data-expires="{{.ExpiresUnixMs}}">–</span></div>
 <p class="note">{{.T.Exact}}</p>
-<p class="state">{{.T.Pending}}</p>
-{{else if eq .Status "approved"}}<p class="state ok">{{.T.Approved}}</p>
-{{else if eq .Status "rejected"}}<p class="state bad">{{.T.Rejected}}</p>
-{{else}}<p class="state bad">{{.T.ExpiredFinal}}</p>{{end}}
+</div>
+{{end}}
+<p id="state" role="status" aria-live="polite" class="state{{if eq .Status "approved"}} ok{{else if ne .Status "pending"}} bad{{end}}"
+ data-pending="{{.T.Pending}}" data-approved="{{.T.Approved}}" data-rejected="{{.T.Rejected}}" data-expired="{{.T.ExpiredFinal}}">{{if eq .Status "pending"}}{{.T.Pending}}{{else if eq .Status "approved"}}{{.T.Approved}}{{else if eq .Status "rejected"}}{{.T.Rejected}}{{else}}{{.T.ExpiredFinal}}{{end}}</p>
 </main>
 <script>
+(function(){
+var main=document.querySelector("main"),state=document.getElementById("state");
+// Copy buttons work on plain HTTP too, where the Clipboard API is missing.
+function copy(text){
+ if(navigator.clipboard&&window.isSecureContext){return navigator.clipboard.writeText(text);}
+ return new Promise(function(ok,fail){var ta=document.createElement("textarea");ta.value=text;ta.setAttribute("readonly","");
+  ta.style.position="fixed";ta.style.opacity="0";document.body.appendChild(ta);ta.select();
+  var done=false;try{done=document.execCommand("copy");}catch(e){}document.body.removeChild(ta);done?ok():fail();});
+}
 document.querySelectorAll("[data-copy]").forEach(function(b){b.addEventListener("click",function(){
- var t=document.getElementById(b.dataset.copy).textContent;var label=b.textContent;
- navigator.clipboard.writeText(t).then(function(){b.textContent={{.T.Copied}};setTimeout(function(){b.textContent=label},1500)});});});
+ var el=document.getElementById(b.dataset.copy);var t=el.dataset.value||el.textContent;var label=b.textContent;
+ copy(t).then(function(){b.textContent={{.T.Copied}};setTimeout(function(){b.textContent=label},1500)},function(){});});});
 var el=document.getElementById("timer");
 if(el){var end=+el.dataset.expires;(function tick(){var s=Math.max(0,Math.floor((end-Date.now())/1000));
  el.textContent=s>0?Math.floor(s/60)+":"+String(s%60).padStart(2,"0"):{{.T.Expired}};if(s>0)setTimeout(tick,1000);})();}
+// The status changes without a reload: approved, rejected or expired.
+function show(st){
+ main.dataset.status=st;state.textContent=state.dataset[st]||state.textContent;
+ state.className="state"+(st==="approved"?" ok":st==="pending"?"":" bad");
+ if(st!=="pending"){document.querySelectorAll(".pending-only").forEach(function(n){n.remove();});}
+}
+(function poll(){
+ if(main.dataset.status!=="pending")return;
+ setTimeout(function(){fetch(main.dataset.statusUrl,{cache:"no-store"}).then(function(r){return r.ok?r.json():null;})
+  .then(function(j){if(j&&j.data&&j.data.status&&j.data.status!==main.dataset.status)show(j.data.status);poll();},poll);},3000);
+})();
+})();
 </script>
 </body>
 </html>
 `))
+
+// groupAmount writes an amount as the page's language does: 25,000 in
+// English, ٢٥٬٠٠٠ in Arabic and Kurdish.
+func groupAmount(n int64, lang string) string {
+	s := strconv.FormatInt(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			if lang == "en" {
+				b.WriteByte(',')
+			} else {
+				b.WriteRune('٬')
+			}
+		}
+		if lang != "en" && r >= '0' && r <= '9' {
+			r = '٠' + r - '0'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// htmlLang is the page's language tag: Sorani Kurdish is ckb (the
+// merchant API's lang=ku).
+func htmlLang(lang string) string {
+	if lang == "ku" {
+		return "ckb"
+	}
+	return lang
+}
 
 // hostedPage serves the deposit's payment page (docs/merchant-api.md "Hosted payment page"). It needs no
 // login, so it is built to cost nothing to whoever guesses: each client
@@ -105,43 +161,84 @@ if(el){var end=+el.dataset.expires;(function tick(){var s=Math.max(0,Math.floor(
 // Anything but the exact token of an existing deposit is the page's own
 // "not found", which neither confirms nor denies that a transaction exists.
 func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
-	ip, err := s.clientIP(r)
-	if err != nil {
-		// A trusted proxy sent an X-Forwarded-For nobody can read.
-		s.hostedError(w, r, http.StatusNotFound)
-		return
-	}
-	if ok, wait := s.limiter.allow(clientKey(ip), s.cfg.HostedRateLimit); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(wait))
-		s.hostedError(w, r, http.StatusTooManyRequests)
-		return
-	}
-	id, err := ids.ParseTx(chi.URLParam(r, "txId"))
-	tok := r.URL.Query().Get("t")
-	if err != nil || tok == "" || len(tok) > 64 {
-		s.hostedError(w, r, http.StatusNotFound)
-		return
-	}
-	rec, err := s.cfg.Reader.Hosted(r.Context(), id, tok)
-	if err != nil {
-		status := http.StatusNotFound
-		if !errors.Is(err, aggregates.ErrNotFound) {
-			status = http.StatusServiceUnavailable
-			s.log.WarnContext(r.Context(), "hosted page", "tx", id, "err", err)
+	h := s.hostedRecord(r)
+	if h.status != http.StatusOK {
+		if h.wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(h.wait))
 		}
-		s.hostedError(w, r, status)
+		s.hostedError(w, r, h.status)
 		return
 	}
+	id, tok, rec := h.id, h.tok, h.rec
 	lang := rec.Deposit.Lang
 	if _, ok := pageTexts[lang]; !ok {
 		lang = "en"
 	}
-	d := pageData{Lang: lang, Dir: dir(lang), T: pageTexts[lang], Rec: rec, Amount: strconv.FormatInt(rec.Amount, 10),
-		Status: rec.Status, BankName: rec.Deposit.BankName, AcctName: rec.Deposit.BankAccountName, AcctNum: rec.Deposit.BankAccountIban}
+	d := pageData{Lang: htmlLang(lang), Dir: dir(lang), T: pageTexts[lang], Rec: rec, Amount: groupAmount(rec.Amount, lang),
+		RawAmount: strconv.FormatInt(rec.Amount, 10), Status: rec.Status, BankName: rec.Deposit.BankName,
+		AcctName: rec.Deposit.BankAccountName, AcctNum: rec.Deposit.BankAccountIban,
+		StatusURL: "/pay/" + string(id) + "/status?t=" + url.QueryEscape(tok)}
+	if cfg, ok := s.cfg.Ledger.SiteConfig(id.Site()); ok {
+		d.Merchant = cfg.Name
+	}
 	d.ExpiresUnixMs = rec.ExpiresAtMs()
 	pageHeaders(w)
 	if err := pageTmpl.Execute(w, d); err != nil {
 		s.log.ErrorContext(r.Context(), "hosted page", "tx", id, "err", err)
+	}
+}
+
+// hosted is the deposit a hosted page request names.
+type hosted struct {
+	id  ids.TxID
+	tok string
+	rec records.Record
+	// status is 200, or the error page's: 404 for anything but the exact
+	// token of an existing deposit, 429 past the client's rate (wait
+	// seconds), 503 when the store does not answer.
+	status, wait int
+}
+
+// hostedRecord finds the deposit of a hosted page request.
+func (s *Server) hostedRecord(r *http.Request) hosted {
+	ip, err := s.clientIP(r)
+	if err != nil {
+		// A trusted proxy sent an X-Forwarded-For nobody can read.
+		return hosted{status: http.StatusNotFound}
+	}
+	if ok, wait := s.limiter.allow(clientKey(ip), s.cfg.HostedRateLimit); !ok {
+		return hosted{status: http.StatusTooManyRequests, wait: wait}
+	}
+	id, err := ids.ParseTx(chi.URLParam(r, "txId"))
+	tok := r.URL.Query().Get("t")
+	if err != nil || tok == "" || len(tok) > 64 {
+		return hosted{status: http.StatusNotFound}
+	}
+	rec, err := s.cfg.Reader.Hosted(r.Context(), id, tok)
+	if err != nil {
+		if !errors.Is(err, aggregates.ErrNotFound) {
+			s.log.WarnContext(r.Context(), "hosted page", "tx", id, "err", err)
+			return hosted{status: http.StatusServiceUnavailable}
+		}
+		return hosted{status: http.StatusNotFound}
+	}
+	return hosted{id: id, tok: tok, rec: rec, status: http.StatusOK}
+}
+
+// hostedStatus serves GET /pay/{txId}/status?t=: the deposit's status, which
+// the page asks for every few seconds while it is pending.
+func (s *Server) hostedStatus(w http.ResponseWriter, r *http.Request) {
+	h := s.hostedRecord(r)
+	w.Header().Set("Cache-Control", "no-store")
+	switch h.status {
+	case http.StatusOK:
+		s.writeData(w, r, map[string]string{"status": h.rec.Status})
+	case http.StatusTooManyRequests:
+		s.writeErr(w, r, &apiError{status: h.status, code: "rate_limited", message: "too many requests", retryAfter: h.wait})
+	case http.StatusServiceUnavailable:
+		s.writeErr(w, r, &apiError{status: h.status, code: "unavailable", message: "the status cannot be read right now"})
+	default:
+		s.writeErr(w, r, &apiError{status: http.StatusNotFound, code: "not_found", message: "no such payment page"})
 	}
 }
 
@@ -161,7 +258,7 @@ func pageHeaders(w http.ResponseWriter) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'")
 }
 
 // errorTexts are the hosted page's error pages, by status and language.
@@ -207,7 +304,7 @@ func (s *Server) hostedError(w http.ResponseWriter, r *http.Request, status int)
 	t := errorTexts[status][lang]
 	pageHeaders(w)
 	w.WriteHeader(status)
-	if err := errorTmpl.Execute(w, struct{ Lang, Dir, Title, Text string }{lang, dir(lang), t[0], t[1]}); err != nil {
+	if err := errorTmpl.Execute(w, struct{ Lang, Dir, Title, Text string }{htmlLang(lang), dir(lang), t[0], t[1]}); err != nil {
 		s.log.ErrorContext(r.Context(), "hosted error page", "err", err)
 	}
 }

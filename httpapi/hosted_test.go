@@ -24,6 +24,13 @@ func fetchPage(t *testing.T, u string) (int, http.Header, string) {
 	return res.StatusCode, res.Header, string(b)
 }
 
+func mustGet(t *testing.T, u string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	require.NoError(t, err)
+	return req
+}
+
 func TestHostedPage(t *testing.T) {
 	e := newEnv(t)
 	s := e.newStack(stackOptions{})
@@ -52,12 +59,13 @@ func TestHostedPage(t *testing.T) {
 	cases := []struct {
 		lang, wantLang, dir, bankName, pending string
 		amount                                 int64
+		shown                                  string // the amount as the language writes it
 	}{
-		{"en", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 25000},
-		{"ar", "ar", "rtl", "ZAINCASH ar", "بانتظار تحويلك", 31337},
-		{"ku", "ku", "rtl", "ZAINCASH ku", "چاوەڕێی گواستنەوەکەتین", 1000},
-		{"fr", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 999999},
-		{"", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 4000},
+		{"en", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 25000, "25,000 IQD"},
+		{"ar", "ar", "rtl", "ZAINCASH ar", "بانتظار تحويلك", 31337, "٣١٬٣٣٧ د.ع"},
+		{"ku", "ckb", "rtl", "ZAINCASH ku", "چاوەڕێی گواستنەوەکەتین", 1000, "١٬٠٠٠ د.ع"},
+		{"fr", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 999999, "999,999 IQD"},
+		{"", "en", "ltr", "ZAINCASH en", "Waiting for your transfer", 4000, "4,000 IQD"},
 	}
 	var deps []dep
 	for i, c := range cases {
@@ -69,7 +77,10 @@ func TestHostedPage(t *testing.T) {
 			require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
 			require.Equal(t, "no-store", hdr.Get("Cache-Control"))
 			require.Contains(t, body, `<html lang="`+c.wantLang+`" dir="`+c.dir+`">`)
-			require.Contains(t, body, `id="amount">`+itoa(c.amount)+`<`)
+			require.Contains(t, body, `id="amount" data-value="`+itoa(c.amount)+`">`+c.shown+`<`)
+			require.Contains(t, body, `id="order">`+d.rec.ProcessID+`<`)
+			require.Contains(t, body, `id="merchant">Test Site<`)
+			require.Contains(t, body, `data-status-url="/pay/`+d.rec.TransactionID+`/status?t=`+d.token+`"`)
 			require.Contains(t, body, `id="name">`+d.rec.BankAccountName+`<`)
 			require.Contains(t, body, `id="number">07801234567<`)
 			require.Contains(t, body, c.bankName)
@@ -125,8 +136,8 @@ func TestHostedPage(t *testing.T) {
 		require.Equal(t, *en.rec.URL, *a.URL, "the url does not change")
 		code, _, body := fetchPage(t, *en.rec.URL)
 		require.Equal(t, 200, code)
-		require.Contains(t, body, "Your deposit was received and approved.")
-		require.NotContains(t, body, "Waiting for your transfer")
+		require.Contains(t, body, ">Your deposit was received and approved.</p>")
+		require.NotContains(t, body, ">Waiting for your transfer…<")
 		require.NotContains(t, body, `id="number"`, "a final page no longer asks for a transfer")
 		require.NotContains(t, body, `http-equiv="refresh"`)
 
@@ -138,7 +149,22 @@ func TestHostedPage(t *testing.T) {
 		requireOK(t, s.ops("POST", "/ops/v1/deposits/"+ku.rec.TransactionID+"/reject", map[string]any{"reason": "none"}))
 		_, _, body = fetchPage(t, *ku.rec.URL)
 		require.Contains(t, body, "ئەم پارەدانانە ڕەتکرایەوە.")
-		require.NotContains(t, body, `id="amount"`)
+		require.NotContains(t, body, `id="number"`)
+
+		// The page asks for its status without reloading.
+		for _, c := range []struct {
+			d    dep
+			want string
+		}{{en, "approved"}, {ku, "rejected"}, {deps[3], "pending"}} {
+			r := do(t, mustGet(t, s.URL+"/pay/"+c.d.rec.TransactionID+"/status?t="+c.d.token))
+			requireOK(t, r)
+			require.Equal(t, "no-store", r.Header.Get("Cache-Control"))
+			require.JSONEq(t, `{"status":"`+c.want+`"}`, string(r.Data))
+		}
+		for _, u := range []string{"/pay/" + en.rec.TransactionID + "/status?t=" + ku.token, "/pay/" + en.rec.TransactionID + "/status",
+			"/pay/nope/status?t=" + en.token} {
+			requireErr(t, do(t, mustGet(t, s.URL+u)), 404, "not_found", "")
+		}
 	})
 
 	t.Run("recipient text is escaped", func(t *testing.T) {
@@ -172,8 +198,8 @@ func TestHostedPage_notFoundIsLocalized(t *testing.T) {
 	}{
 		{"english by default", bad, "", "en", "ltr", "Payment page not found"},
 		{"arabic", bad, "ar-IQ,ar;q=0.9,en;q=0.5", "ar", "rtl", "صفحة الدفع غير موجودة"},
-		{"sorani kurdish", bad, "ckb-IQ", "ku", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
-		{"first supported language", bad, "fr-FR,ku;q=0.8,ar;q=0.7", "ku", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
+		{"sorani kurdish", bad, "ckb-IQ", "ckb", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
+		{"first supported language", bad, "fr-FR,ku;q=0.8,ar;q=0.7", "ckb", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
 		{"lang parameter wins", bad + "&lang=ar", "en", "ar", "rtl", "صفحة الدفع غير موجودة"},
 		{"missing token", s.URL + "/pay/" + d.TransactionID, "ar", "ar", "rtl", "صفحة الدفع غير موجودة"},
 		{"malformed id", s.URL + "/pay/%2A-1?t=x", "", "en", "ltr", "Payment page not found"},

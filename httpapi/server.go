@@ -112,6 +112,8 @@ func New(cfg Config) *Server {
 	r.Route("/v1", s.merchantRoutes)
 	r.Route("/ops/v1", s.opsRoutes)
 	r.Get("/pay/{txId}", s.hostedPage)
+	r.Get("/pay/{txId}/status", s.hostedStatus)
+	r.Route("/console", s.consoleRoutes)
 	s.router = r
 	return s
 }

@@ -1,0 +1,247 @@
+// Package console renders the operator console: the pages an operator
+// works in all day (the deposit and withdrawal queues with search, the
+// matching of a statement's transfers, treasuries, callback deliveries and
+// a transaction's history), in English, Arabic and Sorani Kurdish.
+//
+// Pages are server-rendered templates with a small plain script, all
+// embedded in the binary (no build step, no CDN). The console reads
+// through the same records the operator API answers with, and every
+// action is an operator API call made by the script with the session
+// cookie (httpapi serves both), so the console can do nothing the API
+// would refuse (docs/console.md).
+package console
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gateway/callbacks"
+	"gateway/ids"
+	"gateway/matching"
+	"gateway/records"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Static is the console's script and style sheet, served under
+// /console/static/.
+func Static() fs.FS {
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		panic(err) // the embedded tree always has it
+	}
+	return sub
+}
+
+// Baghdad is the time zone the console shows times in (Iraq keeps UTC+3
+// all year).
+var Baghdad = matching.Baghdad
+
+// Who is the signed-in operator, as pages show them.
+type Who struct {
+	Name, Role string
+	// CanAct: the role may move transactions (operator or admin);
+	// IsAdmin: it may also adjust treasuries.
+	CanAct, IsAdmin bool
+}
+
+// Lang is one language of the switch.
+type Lang struct{ Code, Name string }
+
+// Page is what every page is rendered from.
+type Page struct {
+	T         T
+	Lang, Dir string
+	Langs     []Lang
+	Who       Who
+	CSRF      string
+	// Nav is the current section; Title the page's heading.
+	Nav, Title string
+	// Query is the current query without lang, for the language links.
+	Query string
+	// Body is the page's own data (one of the *Body types).
+	Body any
+	// JSTexts are the texts the script shows, in the page's language.
+	JSTexts map[string]string
+}
+
+// NewPage starts a page in lang.
+func NewPage(lang string, who Who, csrf, nav, titleKey, query string, body any) Page {
+	t := T{lang: lang}
+	p := Page{T: t, Lang: lang, Dir: Dir(lang), Who: who, CSRF: csrf, Nav: nav, Title: t.Get(titleKey), Query: query, Body: body,
+		JSTexts: map[string]string{}}
+	for _, l := range Langs {
+		p.Langs = append(p.Langs, Lang{l, LangNames[l]})
+	}
+	for _, k := range jsKeys {
+		p.JSTexts[k] = t.Get(k)
+	}
+	return p
+}
+
+// jsKeys are the texts console.js shows.
+var jsKeys = []string{"confirmApprove", "confirmReject", "confirmTake", "confirmPay", "resend", "adjust", "amountReceived",
+	"reason", "reference", "adjustAmount", "done", "conflict", "error", "expired", "iqd",
+	"status.pending", "status.processing", "status.approved", "status.rejected", "status.expired", "status.paid",
+	"status.delivered", "status.failed"}
+
+// Site is a site as the console names it.
+type Site struct{ ID, Name string }
+
+// TxBody is the deposit or withdrawal queue and search.
+type TxBody struct {
+	// Kind is deposit or withdrawal.
+	Kind string
+	// F holds the filters as given (parameter → value).
+	F        map[string]string
+	Statuses []string
+	Sites    []Site
+	Methods  []string
+	Rows     []records.OpsRecord
+	// Next is the next page's URL ("" on the last); LiveURL the rows'.
+	Next, LiveURL string
+	// Error is a filter the search refused, in words.
+	Error string
+	// Now is the render time in Unix ms (time left is counted from it).
+	Now int64
+}
+
+// LoginBody is the sign-in form.
+type LoginBody struct {
+	Next  string
+	Error bool
+}
+
+// MatchBody is the matching form and its proposals.
+type MatchBody struct {
+	Text, Site string
+	Sites      []Site
+	Results    []matching.Result
+	Error      string
+}
+
+// TreasuryRow is one site's treasury.
+type TreasuryRow struct {
+	ID, Name                                   string
+	Balance, Pending, Available, NegativeLimit int64
+}
+
+// TreasuriesBody lists every site's treasury.
+type TreasuriesBody struct{ Sites []TreasuryRow }
+
+// CallbacksBody lists callback deliveries.
+type CallbacksBody struct {
+	Enabled       bool
+	Status        string
+	Statuses      []string
+	Items         []callbacks.Delivery
+	Next, LiveURL string
+}
+
+// TxDetailBody is one transaction and its history.
+type TxDetailBody struct {
+	Rec      records.OpsRecord
+	Sites    []Site
+	Items    []records.HistoryItem
+	Complete bool
+	// Last names who made the last change ("" for the creation).
+	Last string
+}
+
+var funcs = template.FuncMap{
+	"group": Group,
+	"when":  When,
+	"expiresMs": func(r records.OpsRecord) int64 {
+		return r.ExpiresAtMs()
+	},
+	"left": func(r records.OpsRecord, now int64) string {
+		s := max(0, (r.ExpiresAtMs()-now)/1000)
+		return fmt.Sprintf("%d:%02d", s/60, s%60)
+	},
+	"siteName": func(sites []Site, id ids.SiteID) string {
+		for _, s := range sites {
+			if s.ID == string(id) {
+				return s.Name
+			}
+		}
+		return string(id)
+	},
+	"details": func(data map[string]any) string {
+		var b strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			if b.Len() > 0 {
+				b.WriteString(" · ")
+			}
+			fmt.Fprintf(&b, "%s=%v", k, data[k])
+		}
+		return b.String()
+	},
+}
+
+// Group writes an amount with thousands separators (25,000).
+func Group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// When writes an RFC 3339 time as Baghdad time, to the minute.
+func When(rfc string) string {
+	t, err := time.Parse(time.RFC3339Nano, rfc)
+	if err != nil {
+		return rfc
+	}
+	return t.In(Baghdad).Format("2006-01-02 15:04")
+}
+
+// pages are the page templates, each with the layout.
+var pages = func() map[string]*template.Template {
+	layout := template.Must(template.New("layout").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	out := map[string]*template.Template{}
+	for _, name := range []string{"login", "transactions", "match", "treasuries", "callbacks", "tx", "error"} {
+		out[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+name+".html"))
+	}
+	return out
+}()
+
+// Render writes page name.
+func Render(w io.Writer, name string, p Page) error {
+	t, ok := pages[name]
+	if !ok {
+		return fmt.Errorf("no console page %q", name)
+	}
+	return t.ExecuteTemplate(w, "layout", p)
+}
+
+// RenderRows writes only the list of page name (transactions or
+// callbacks), for the live refresh.
+func RenderRows(w io.Writer, name string, p Page) error {
+	t, ok := pages[name]
+	if !ok || t.Lookup("rows") == nil {
+		return fmt.Errorf("no console list %q", name)
+	}
+	return t.ExecuteTemplate(w, "rows", p)
+}

@@ -1,0 +1,182 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Langs are the console's languages: English, Arabic and Sorani Kurdish
+// (ckb), the last two right to left.
+var Langs = []string{"en", "ar", "ckb"}
+
+// LangNames name each language in itself, for the language switch.
+var LangNames = map[string]string{"en": "English", "ar": "العربية", "ckb": "کوردی"}
+
+// Dir is the text direction of lang.
+func Dir(lang string) string {
+	if lang == "ar" || lang == "ckb" {
+		return "rtl"
+	}
+	return "ltr"
+}
+
+// LangCookie keeps the language an operator chose.
+const LangCookie = "gw_console_lang"
+
+// PickLang chooses the page's language: ?lang=, then the cookie, then the
+// first of the console's languages the browser lists (ku and ckb are
+// Sorani), then English.
+func PickLang(r *http.Request) string {
+	if l := known(r.URL.Query().Get("lang")); l != "" {
+		return l
+	}
+	if c, err := r.Cookie(LangCookie); err == nil {
+		if l := known(c.Value); l != "" {
+			return l
+		}
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
+		tag, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		base, _, _ := strings.Cut(strings.ToLower(tag), "-")
+		if l := known(base); l != "" {
+			return l
+		}
+	}
+	return "en"
+}
+
+func known(l string) string {
+	switch l {
+	case "en", "ar", "ckb":
+		return l
+	case "ku":
+		return "ckb"
+	}
+	return ""
+}
+
+// T is the console's wording in one language.
+type T struct {
+	lang string
+}
+
+// Get returns the text of key in the language (English when the key has
+// no translation; the key itself when it has none at all, which a test
+// forbids).
+func (t T) Get(key string) string {
+	m, ok := texts[key]
+	if !ok {
+		return key
+	}
+	if s := m[t.lang]; s != "" {
+		return s
+	}
+	return m["en"]
+}
+
+// texts holds every key in en, ar and ckb (TestTexts checks all three).
+var texts = map[string]map[string]string{
+	"console":           {"en": "Operator console", "ar": "لوحة المشغّل", "ckb": "داشبۆردی کارمەند"},
+	"deposits":          {"en": "Deposits", "ar": "الإيداعات", "ckb": "پارەدانانەکان"},
+	"withdrawals":       {"en": "Withdrawals", "ar": "السحوبات", "ckb": "پارەکێشانەکان"},
+	"match":             {"en": "Match transfers", "ar": "مطابقة التحويلات", "ckb": "هاوتاکردنی گواستنەوەکان"},
+	"treasuries":        {"en": "Treasuries", "ar": "الخزائن", "ckb": "گەنجینەکان"},
+	"callbacks":         {"en": "Callbacks", "ar": "الإشعارات", "ckb": "ئاگادارکردنەوەکان"},
+	"signIn":            {"en": "Sign in", "ar": "تسجيل الدخول", "ckb": "چوونەژوورەوە"},
+	"signOut":           {"en": "Sign out", "ar": "تسجيل الخروج", "ckb": "چوونەدەرەوە"},
+	"token":             {"en": "Operator token", "ar": "رمز المشغّل", "ckb": "تۆکنی کارمەند"},
+	"badToken":          {"en": "This token is not valid.", "ar": "هذا الرمز غير صالح.", "ckb": "ئەم تۆکنە دروست نییە."},
+	"signedInAs":        {"en": "Signed in as", "ar": "مسجّل الدخول باسم", "ckb": "چوویتە ژوورەوە وەک"},
+	"role.admin":        {"en": "administrator", "ar": "مدير", "ckb": "بەڕێوەبەر"},
+	"role.operator":     {"en": "operator", "ar": "مشغّل", "ckb": "کارمەند"},
+	"role.auditor":      {"en": "auditor", "ar": "مدقّق", "ckb": "وردبین"},
+	"language":          {"en": "Language", "ar": "اللغة", "ckb": "زمان"},
+	"created":           {"en": "Created", "ar": "أُنشئ", "ckb": "دروستکرا"},
+	"timeLeft":          {"en": "Time left", "ar": "الوقت المتبقي", "ckb": "کاتی ماوە"},
+	"site":              {"en": "Site", "ar": "الموقع", "ckb": "ماڵپەڕ"},
+	"method":            {"en": "Method", "ar": "طريقة الدفع", "ckb": "ڕێگای پارەدان"},
+	"amount":            {"en": "Amount", "ar": "المبلغ", "ckb": "بڕ"},
+	"requested":         {"en": "Requested", "ar": "المطلوب", "ckb": "داواکراو"},
+	"convertedName":     {"en": "Converted name", "ar": "الاسم الموحّد", "ckb": "ناوی یەکخراو"},
+	"name":              {"en": "Name", "ar": "الاسم", "ckb": "ناو"},
+	"senderName":        {"en": "Sender name", "ar": "اسم المرسل", "ckb": "ناوی نێرەر"},
+	"accountName":       {"en": "Account name", "ar": "اسم الحساب", "ckb": "ناوی هەژمار"},
+	"account":           {"en": "Account", "ar": "الحساب", "ckb": "هەژمار"},
+	"status":            {"en": "Status", "ar": "الحالة", "ckb": "دۆخ"},
+	"processId":         {"en": "Process ID", "ar": "معرّف الطلب", "ckb": "ناسنامەی داواکاری"},
+	"transactionId":     {"en": "Transaction", "ar": "المعاملة", "ckb": "مامەڵە"},
+	"userId":            {"en": "User ID", "ar": "معرّف المستخدم", "ckb": "ناسنامەی بەکارهێنەر"},
+	"actions":           {"en": "Actions", "ar": "الإجراءات", "ckb": "کردارەکان"},
+	"reference":         {"en": "Reference", "ar": "المرجع", "ckb": "ژمارەی ئاماژە"},
+	"any":               {"en": "Any", "ar": "الكل", "ckb": "هەموو"},
+	"from":              {"en": "From", "ar": "من", "ckb": "لە"},
+	"to":                {"en": "To", "ar": "إلى", "ckb": "بۆ"},
+	"minAmount":         {"en": "Amount from", "ar": "المبلغ من", "ckb": "بڕ لە"},
+	"maxAmount":         {"en": "Amount to", "ar": "المبلغ إلى", "ckb": "بڕ بۆ"},
+	"order":             {"en": "Order", "ar": "الترتيب", "ckb": "ڕیزبەندی"},
+	"oldest":            {"en": "Oldest first", "ar": "الأقدم أولاً", "ckb": "کۆنترین سەرەتا"},
+	"newest":            {"en": "Newest first", "ar": "الأحدث أولاً", "ckb": "نوێترین سەرەتا"},
+	"search":            {"en": "Search", "ar": "بحث", "ckb": "گەڕان"},
+	"clear":             {"en": "Clear", "ar": "مسح", "ckb": "پاککردنەوە"},
+	"approve":           {"en": "Approve", "ar": "موافقة", "ckb": "پەسەندکردن"},
+	"reject":            {"en": "Reject", "ar": "رفض", "ckb": "ڕەتکردنەوە"},
+	"take":              {"en": "Take", "ar": "استلام", "ckb": "وەرگرتن"},
+	"pay":               {"en": "Pay", "ar": "دفع", "ckb": "پارەدان"},
+	"confirm":           {"en": "Confirm", "ar": "تأكيد", "ckb": "دڵنیاکردنەوە"},
+	"cancel":            {"en": "Cancel", "ar": "إلغاء", "ckb": "هەڵوەشاندنەوە"},
+	"reason":            {"en": "Reason", "ar": "السبب", "ckb": "هۆکار"},
+	"amountReceived":    {"en": "Amount received (IQD)", "ar": "المبلغ المستلم (د.ع)", "ckb": "بڕی وەرگیراو (د.ع)"},
+	"confirmApprove":    {"en": "Approve this deposit?", "ar": "الموافقة على هذا الإيداع؟", "ckb": "ئەم پارەدانانە پەسەند بکرێت؟"},
+	"confirmReject":     {"en": "Reject this transaction?", "ar": "رفض هذه المعاملة؟", "ckb": "ئەم مامەڵەیە ڕەت بکرێتەوە؟"},
+	"confirmTake":       {"en": "Take this withdrawal to pay it?", "ar": "استلام هذا السحب لدفعه؟", "ckb": "ئەم پارەکێشانە وەربگریت بۆ پارەدانی؟"},
+	"confirmPay":        {"en": "Mark this withdrawal paid?", "ar": "تأكيد دفع هذا السحب؟", "ckb": "ئەم پارەکێشانە وەک دراو دیاری بکرێت؟"},
+	"done":              {"en": "Done", "ar": "تم", "ckb": "تەواو بوو"},
+	"conflict":          {"en": "Another operator was first", "ar": "سبقك مشغّل آخر", "ckb": "کارمەندێکی تر پێشتر کردی"},
+	"by":                {"en": "by", "ar": "بواسطة", "ckb": "لەلایەن"},
+	"nothing":           {"en": "Nothing here.", "ar": "لا يوجد شيء هنا.", "ckb": "هیچ شتێک لێرە نییە."},
+	"next":              {"en": "Next page", "ar": "الصفحة التالية", "ckb": "پەڕەی دواتر"},
+	"first":             {"en": "First page", "ar": "الصفحة الأولى", "ckb": "پەڕەی یەکەم"},
+	"live":              {"en": "Updated live", "ar": "يُحدَّث مباشرة", "ckb": "ڕاستەوخۆ نوێ دەکرێتەوە"},
+	"history":           {"en": "History", "ar": "السجل", "ckb": "مێژوو"},
+	"event":             {"en": "Event", "ar": "الحدث", "ckb": "ڕووداو"},
+	"actor":             {"en": "By", "ar": "بواسطة", "ckb": "لەلایەن"},
+	"time":              {"en": "Time", "ar": "الوقت", "ckb": "کات"},
+	"details":           {"en": "Details", "ar": "التفاصيل", "ckb": "وردەکاری"},
+	"incomplete":        {"en": "Only the first part of this history is shown.", "ar": "يظهر الجزء الأول فقط من هذا السجل.", "ckb": "تەنها بەشی یەکەمی ئەم مێژووە پیشان دراوە."},
+	"expired":           {"en": "expired", "ar": "منتهي", "ckb": "بەسەرچوو"},
+	"pasteLines":        {"en": "Transfer lines: amount, name, time, method, reference (CSV or TSV)", "ar": "أسطر التحويلات: المبلغ، الاسم، الوقت، الطريقة، المرجع (CSV أو TSV)", "ckb": "هێڵەکانی گواستنەوە: بڕ، ناو، کات، ڕێگا، ئاماژە (CSV یان TSV)"},
+	"uploadFile":        {"en": "Or choose a statement file", "ar": "أو اختر ملف كشف الحساب", "ckb": "یان فایلی کەشفی هەژمار هەڵبژێرە"},
+	"propose":           {"en": "Propose matches", "ar": "اقتراح المطابقات", "ckb": "پێشنیاری هاوتاکان"},
+	"line":              {"en": "Line", "ar": "السطر", "ckb": "هێڵ"},
+	"transfer":          {"en": "Transfer", "ar": "التحويل", "ckb": "گواستنەوە"},
+	"proposals":         {"en": "Proposed deposits", "ar": "الإيداعات المقترحة", "ckb": "پارەدانانە پێشنیارکراوەکان"},
+	"score":             {"en": "Score", "ar": "الدرجة", "ckb": "نمرە"},
+	"noCandidate":       {"en": "No pending deposit matches this transfer.", "ar": "لا يوجد إيداع معلّق يطابق هذا التحويل.", "ckb": "هیچ پارەدانانێکی چاوەڕوان لەگەڵ ئەم گواستنەوەیە ناگونجێت."},
+	"balance":           {"en": "Balance", "ar": "الرصيد", "ckb": "باڵانس"},
+	"pendingW":          {"en": "Pending withdrawals", "ar": "سحوبات معلّقة", "ckb": "پارەکێشانی چاوەڕوان"},
+	"available":         {"en": "Available", "ar": "المتاح", "ckb": "بەردەست"},
+	"negativeLimit":     {"en": "Negative limit", "ar": "الحد السالب", "ckb": "سنووری نەرێنی"},
+	"adjust":            {"en": "Adjust", "ar": "تعديل", "ckb": "ڕێکخستن"},
+	"adjustAmount":      {"en": "Adjustment (IQD, − to take out)", "ar": "التعديل (د.ع، − للسحب)", "ckb": "ڕێکخستن (د.ع، − بۆ دەرهێنان)"},
+	"eventId":           {"en": "Event", "ar": "الحدث", "ckb": "ڕووداو"},
+	"type":              {"en": "Type", "ar": "النوع", "ckb": "جۆر"},
+	"attempts":          {"en": "Attempts", "ar": "المحاولات", "ckb": "هەوڵەکان"},
+	"lastAnswer":        {"en": "Last answer", "ar": "آخر استجابة", "ckb": "دوایین وەڵام"},
+	"nextAttempt":       {"en": "Next attempt", "ar": "المحاولة التالية", "ckb": "هەوڵی داهاتوو"},
+	"resends":           {"en": "Resends", "ar": "مرات الإعادة", "ckb": "ناردنەوەکان"},
+	"resend":            {"en": "Resend", "ar": "إعادة الإرسال", "ckb": "دووبارە ناردنەوە"},
+	"noDispatcher":      {"en": "This process does not deliver callbacks.", "ar": "هذه العملية لا تُرسل الإشعارات.", "ckb": "ئەم پرۆسەیە ئاگادارکردنەوە ناگەیەنێت."},
+	"status.pending":    {"en": "pending", "ar": "معلّق", "ckb": "چاوەڕوان"},
+	"status.processing": {"en": "processing", "ar": "قيد المعالجة", "ckb": "لە جێبەجێکردندا"},
+	"status.approved":   {"en": "approved", "ar": "مقبول", "ckb": "پەسەندکراو"},
+	"status.rejected":   {"en": "rejected", "ar": "مرفوض", "ckb": "ڕەتکراوە"},
+	"status.expired":    {"en": "expired", "ar": "منتهي", "ckb": "بەسەرچوو"},
+	"status.paid":       {"en": "paid", "ar": "مدفوع", "ckb": "دراوە"},
+	"status.delivered":  {"en": "delivered", "ar": "تم التسليم", "ckb": "گەیەنرا"},
+	"status.failed":     {"en": "failed", "ar": "فشل", "ckb": "سەرکەوتوو نەبوو"},
+	"deposit":           {"en": "deposit", "ar": "إيداع", "ckb": "پارەدانان"},
+	"withdrawal":        {"en": "withdrawal", "ar": "سحب", "ckb": "پارەکێشان"},
+	"iqd":               {"en": "IQD", "ar": "د.ع", "ckb": "د.ع"},
+	"notFound":          {"en": "Not found", "ar": "غير موجود", "ckb": "نەدۆزرایەوە"},
+	"error":             {"en": "Something went wrong", "ar": "حدث خطأ", "ckb": "هەڵەیەک ڕوویدا"},
+}
