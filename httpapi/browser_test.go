@@ -1,0 +1,339 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// The browser tests drive headless Chromium (Debian's chromium package)
+// through the console and the hosted page as people use them. Where
+// Chromium is missing, .ci/setup-browser installs it; set
+// GATEWAY_BROWSER_TESTS=skip on a machine where that cannot be done.
+
+// chromium finds the browser, installing it where it is missing.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("GATEWAY_BROWSER_TESTS") == "skip" {
+		t.Skip("GATEWAY_BROWSER_TESTS=skip")
+	}
+	find := func() string {
+		for _, b := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if p, err := exec.LookPath(b); err == nil {
+				return p
+			}
+		}
+		return ""
+	}
+	if p := find(); p != "" {
+		return p
+	}
+	out, err := exec.Command("../.ci/setup-browser").CombinedOutput()
+	require.NoError(t, err, "installing chromium (.ci/setup-browser): %s", out)
+	p := find()
+	require.NotEmpty(t, p, "chromium is still missing after .ci/setup-browser")
+	return p
+}
+
+// browser starts a headless Chromium for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+		chromedp.WindowSize(1366, 900), chromedp.Flag("lang", "en-US"))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	return ctx
+}
+
+// person is another person at the same browser: a browser context of
+// their own, with their own cookies.
+func person(t *testing.T, b context.Context) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	return ctx
+}
+
+// steps runs browser steps with a deadline.
+func steps(t *testing.T, ctx context.Context, a ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(tctx, a...))
+}
+
+// eval evaluates a script in the page.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	require.NoError(t, err, js)
+	return v
+}
+
+// waitFor polls a script until it is true; a page that is loading
+// meanwhile is polled again.
+func waitFor(t *testing.T, ctx context.Context, js, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, err := chromedp.Run(tctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("waiting for %s (%s): %v", what, js, last)
+}
+
+// visible waits until the page has an element matching sel.
+func visible(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	waitFor(t, ctx, fmt.Sprintf(`!!document.querySelector(%q)`, sel), sel)
+}
+
+// text is an element's text.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return eval[string](t, ctx, fmt.Sprintf(`document.querySelector(%q).textContent`, sel))
+}
+
+// shot writes a screenshot of the page to the screenshot folder
+// (GATEWAY_SCREENSHOTS, or build/screenshots at the module's root).
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("GATEWAY_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join("..", "build", "screenshots")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+func signIn(t *testing.T, ctx context.Context, base, token, name string) {
+	t.Helper()
+	steps(t, ctx, chromedp.Navigate(base+"/console/login"), chromedp.WaitVisible("#token"),
+		chromedp.SendKeys("#token", token), chromedp.Click("#signin"), chromedp.WaitVisible("#whoami"))
+	require.Contains(t, text(t, ctx, "#whoami"), name)
+}
+
+// act clicks an action button of a row and confirms its dialog with the
+// fields given.
+func act(t *testing.T, ctx context.Context, action, id string, fields map[string]string) {
+	t.Helper()
+	steps(t, ctx, chromedp.Click(fmt.Sprintf(`button[data-action=%q][data-id=%q]`, action, id)), chromedp.WaitVisible("#dialog-ok"))
+	for k, v := range fields {
+		steps(t, ctx, chromedp.SetValue("#dialog-"+k, v))
+	}
+	steps(t, ctx, chromedp.Click("#dialog-ok"))
+}
+
+// status is a transaction's status as the operator API reads it.
+func (s *stack) status(t *testing.T, id string) record {
+	t.Helper()
+	return rec(t, s.opsT(t, "GET", "/ops/v1/transactions/"+id, nil))
+}
+
+func TestConsole_browser(t *testing.T) {
+	b := browser(t)
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	shop := s.newSite(map[string]any{"name": "Babylon Games", "hostedPage": true}, 5_000_000)
+	omar := s.newOperator(t, "Omar Operator", "operator").Token
+	huda := s.newOperator(t, "Huda Operator", "operator").Token
+	aya := s.newOperator(t, "Aya Auditor", "auditor").Token
+	dep := func(pid, user, name, lang string, amount int64) record {
+		f := depositForm("ZAINCASH", pid, user, amount)
+		f.Set("name", name)
+		if lang != "" {
+			f.Set("lang", lang)
+		}
+		return rec(t, s.post(shop, pathDeposit, f))
+	}
+	d1 := dep("order-1001", "u1", "Ali Kareem", "en", 25000)
+	d2 := dep("order-1002", "u2", "Sara Ahmed", "", 40000)
+	d3 := dep("order-1003", "u3", "زينب حسن", "ar", 15000)
+	d4 := dep("order-1004", "u4", "Ali Hassan", "", 30000)
+	d5 := dep("order-1005", "u5", "Noor Jabbar", "ku", 12000)
+	w1 := rec(t, s.post(shop, pathWithdraw, withdrawForm("ZAINCASH", "pay-2001", "u9", 10000, "07712345678")))
+
+	op := person(t, b)
+	signIn(t, op, s.URL, omar, "Omar Operator")
+	require.Equal(t, "operator", text(t, op, "#role"))
+	waitFor(t, op, `document.querySelectorAll("#tx-table tr[data-tx]").length === 5`, "the pending queue")
+	shot(t, op, "console-deposits-en")
+
+	t.Run("find a deposit by processId", func(t *testing.T) {
+		steps(t, op, chromedp.SetValue("#f-processId", "order-1001"), chromedp.Click("#f-search"))
+		waitFor(t, op, `location.search.includes("processId=order-1001") && document.querySelectorAll("#tx-table tr[data-tx]").length === 1`, "the search")
+		visible(t, op, "#tx-"+d1.TransactionID)
+		require.Contains(t, text(t, op, "#tx-"+d1.TransactionID), "25,000")
+	})
+
+	customer := person(t, b)
+	t.Run("approve with the amount received; the hosted page follows without a reload", func(t *testing.T) {
+		steps(t, customer, chromedp.Navigate(*d1.URL), chromedp.WaitVisible("#state"))
+		require.Equal(t, "Waiting for your transfer…", text(t, customer, "#state"))
+		require.Equal(t, "Babylon Games", text(t, customer, "#merchant"))
+		require.Equal(t, "order-1001", text(t, customer, "#order"))
+		require.Equal(t, "25,000 IQD", text(t, customer, "#amount"))
+		eval[string](t, customer, `window.loadedOnce = "yes"`)
+		shot(t, customer, "hosted-pending-en")
+
+		steps(t, op, chromedp.Click(fmt.Sprintf(`button[data-action="approve"][data-id=%q]`, d1.TransactionID)),
+			chromedp.WaitVisible("#dialog-amount"))
+		require.Equal(t, "25000", eval[string](t, op, `document.getElementById("dialog-amount").value`), "the requested amount by default")
+		steps(t, op, chromedp.SetValue("#dialog-amount", "24000"), chromedp.Click("#dialog-ok"))
+		waitFor(t, op, `document.getElementById("flash").textContent.includes("approved")`, "the result")
+		require.Contains(t, text(t, op, "#flash"), "24,000")
+		got := s.status(t, d1.TransactionID)
+		require.Equal(t, "approved", got.Status)
+		require.Equal(t, int64(24000), got.Amount)
+
+		waitFor(t, customer, `document.getElementById("state").textContent === "Your deposit was received and approved."`, "the hosted page's new status")
+		require.Equal(t, "yes", eval[string](t, customer, `window.loadedOnce`), "the page did not reload")
+		require.Equal(t, 0, eval[int](t, customer, `document.querySelectorAll("#number").length`), "no more transfer details")
+		shot(t, customer, "hosted-approved-en")
+	})
+
+	t.Run("reject a deposit; every operator's queue updates", func(t *testing.T) {
+		other := person(t, b)
+		signIn(t, other, s.URL, huda, "Huda Operator")
+		steps(t, op, chromedp.Navigate(s.URL+"/console/deposits"), chromedp.WaitVisible("#tx-"+d2.TransactionID))
+		steps(t, other, chromedp.WaitVisible("#tx-"+d2.TransactionID))
+		act(t, op, "reject", d2.TransactionID, map[string]string{"reason": "no transfer arrived"})
+		waitFor(t, op, `document.getElementById("flash").textContent.includes("rejected")`, "the result")
+		require.Equal(t, "rejected", s.status(t, d2.TransactionID).Status)
+		// Gone from both pending queues without a reload.
+		waitFor(t, other, fmt.Sprintf(`!document.getElementById(%q)`, "tx-"+d2.TransactionID), "the other operator's queue")
+		waitFor(t, op, fmt.Sprintf(`!document.getElementById(%q)`, "tx-"+d2.TransactionID), "the queue")
+
+		// Two operators on one deposit: the second sees who was first.
+		steps(t, other, chromedp.Click(fmt.Sprintf(`button[data-action="approve"][data-id=%q]`, d4.TransactionID)),
+			chromedp.WaitVisible("#dialog-ok"))
+		act(t, op, "approve", d4.TransactionID, nil)
+		waitFor(t, op, `document.getElementById("flash").textContent.includes("approved")`, "the first approval")
+		steps(t, other, chromedp.Click("#dialog-ok"))
+		waitFor(t, other, `document.getElementById("flash").className === "error"`, "the second one's answer")
+		require.Equal(t, "Another operator was first: approved by Omar Operator", text(t, other, "#flash"))
+		require.Equal(t, "approved", s.status(t, d4.TransactionID).Status)
+	})
+
+	t.Run("take and pay a withdrawal", func(t *testing.T) {
+		steps(t, op, chromedp.Navigate(s.URL+"/console/withdrawals"), chromedp.WaitVisible("#tx-"+w1.TransactionID))
+		shot(t, op, "console-withdrawals-en")
+		act(t, op, "take", w1.TransactionID, nil)
+		waitFor(t, op, `document.getElementById("flash").textContent.includes("processing")`, "taken")
+		steps(t, op, chromedp.Navigate(s.URL+"/console/withdrawals?status=processing"), chromedp.WaitVisible("#tx-"+w1.TransactionID))
+		act(t, op, "pay", w1.TransactionID, map[string]string{"reference": "ZC-777"})
+		waitFor(t, op, `document.getElementById("flash").textContent.includes("paid")`, "paid")
+		require.Equal(t, "paid", s.status(t, w1.TransactionID).Status)
+		steps(t, op, chromedp.Navigate(s.URL+"/console/tx/"+w1.TransactionID), chromedp.WaitVisible("#tx-history"))
+		require.Contains(t, text(t, op, "#tx-history"), "withdrawal.paid.v1")
+		require.Contains(t, text(t, op, "#tx-history"), "ZC-777")
+		shot(t, op, "console-history-en")
+	})
+
+	t.Run("paste transfer lines and approve a proposal", func(t *testing.T) {
+		steps(t, op, chromedp.Navigate(s.URL+"/console/match"), chromedp.WaitVisible("#lines"),
+			chromedp.SetValue("#lines", "amount\tname\ttime\tmethod\treference\n15,000\tزينب  حسن\t\tZAINCASH\tBANK-9\n99999\tNobody\n"),
+			chromedp.Click("#propose"), chromedp.WaitVisible(fmt.Sprintf(`tr.proposal[data-tx=%q]`, d3.TransactionID)))
+		require.Contains(t, text(t, op, fmt.Sprintf(`tr.proposal[data-tx=%q]`, d3.TransactionID)), "amount matches exactly; name matches exactly")
+		require.Contains(t, text(t, op, "main"), "No pending deposit matches this transfer.")
+		shot(t, op, "console-match-en")
+		act(t, op, "approve", d3.TransactionID, nil)
+		waitFor(t, op, `document.getElementById("flash").textContent.includes("approved")`, "approved")
+		got := s.status(t, d3.TransactionID)
+		require.Equal(t, "approved", got.Status)
+		require.Equal(t, int64(15000), got.Amount)
+	})
+
+	t.Run("an auditor sees no actions and is refused anyway", func(t *testing.T) {
+		aud := person(t, b)
+		signIn(t, aud, s.URL, aya, "Aya Auditor")
+		require.Equal(t, "auditor", text(t, aud, "#role"))
+		steps(t, aud, chromedp.WaitVisible("#tx-"+d5.TransactionID))
+		require.Equal(t, 0, eval[int](t, aud, `document.querySelectorAll("button[data-action]").length`))
+		code := eval[int](t, aud, fmt.Sprintf(`fetch("/console/api/deposits/%s/approve", {method: "POST",
+			headers: {"Content-Type": "application/json", "X-CSRF-Token": document.querySelector('meta[name="csrf"]').content},
+			body: "{}"}).then(r => r.status)`, d5.TransactionID))
+		require.Equal(t, 403, code)
+		// Without the CSRF token even an operator is refused.
+		code = eval[int](t, op, fmt.Sprintf(`fetch("/console/api/deposits/%s/approve", {method: "POST",
+			headers: {"Content-Type": "application/json"}, body: "{}"}).then(r => r.status)`, d5.TransactionID))
+		require.Equal(t, 403, code)
+		require.Equal(t, "pending", s.status(t, d5.TransactionID).Status)
+	})
+
+	t.Run("the console in Arabic and Sorani, right to left", func(t *testing.T) {
+		for _, c := range []struct{ lang, title string }{{"ar", "الإيداعات"}, {"ckb", "پارەدانانەکان"}} {
+			steps(t, op, chromedp.Navigate(s.URL+"/console/deposits?lang="+c.lang), chromedp.WaitVisible("#tx-table"))
+			require.Equal(t, c.lang, eval[string](t, op, `document.documentElement.lang`))
+			require.Equal(t, "rtl", eval[string](t, op, `document.documentElement.dir`))
+			require.Equal(t, c.title, text(t, op, "h1"))
+			shot(t, op, "console-deposits-"+c.lang)
+		}
+		// The choice is kept.
+		steps(t, op, chromedp.Navigate(s.URL+"/console/treasuries"), chromedp.WaitVisible("#treasuries"))
+		require.Equal(t, "ckb", eval[string](t, op, `document.documentElement.lang`))
+		steps(t, op, chromedp.Navigate(s.URL+"/console/treasuries?lang=en"), chromedp.WaitVisible("#treasuries"))
+		require.Contains(t, text(t, op, "#site-"+shop.ID), "Babylon Games")
+		shot(t, op, "console-treasuries-en")
+	})
+
+	t.Run("the hosted page in ar, ckb and en", func(t *testing.T) {
+		for _, c := range []struct {
+			d                  record
+			lang, dir, amount string
+		}{{d5, "ckb", "rtl", "١٢٬٠٠٠ د.ع"}, {d3, "ar", "rtl", "١٥٬٠٠٠ د.ع"}, {d1, "en", "ltr", "24,000 IQD"}} {
+			steps(t, customer, chromedp.Navigate(*c.d.URL), chromedp.WaitVisible("#state"))
+			require.Equal(t, c.lang, eval[string](t, customer, `document.documentElement.lang`))
+			require.Equal(t, c.dir, eval[string](t, customer, `document.documentElement.dir`))
+			require.Equal(t, c.amount, text(t, customer, "#amount"))
+			shot(t, customer, "hosted-"+c.lang)
+		}
+		// Copy buttons work where the Clipboard API is missing (plain
+		// HTTP): the page falls back to selecting and copying.
+		steps(t, customer, chromedp.Navigate(*d5.URL))
+		visible(t, customer, "#number")
+		require.True(t, eval[bool](t, customer, `Object.defineProperty(navigator, "clipboard", {value: undefined}); navigator.clipboard === undefined`))
+		steps(t, customer, chromedp.Click(`button[data-copy="number"]`))
+		waitFor(t, customer, `document.querySelector('button[data-copy="number"]').textContent === "لەبەرگیرایەوە"`, "the copy")
+
+		// A bad token is the page's own not-found, in the browser's language.
+		bad := strings.Replace(*d1.URL, "?t=", "?t=x", 1)
+		steps(t, customer, chromedp.Navigate(bad+"&lang=ar"))
+		visible(t, customer, "h1")
+		require.Equal(t, "صفحة الدفع غير موجودة", text(t, customer, "h1"))
+		shot(t, customer, "hosted-not-found-ar")
+	})
+
+	t.Run("sign out", func(t *testing.T) {
+		steps(t, op, chromedp.Navigate(s.URL+"/console/deposits"), chromedp.WaitVisible("#signout"), chromedp.Click("#signout"),
+			chromedp.WaitVisible("#token"))
+		steps(t, op, chromedp.Navigate(s.URL+"/console/deposits"), chromedp.WaitVisible("#token"))
+		shot(t, op, "console-sign-in-en")
+	})
+}
