@@ -153,8 +153,11 @@ func (s *Site) Apply(e events.Event) {
 // naming a transaction this state does not know is ignored rather than
 // crashing a replica; the audit reports such histories.
 func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
+	afterCreation := s.justCreated
+	s.justCreated = false
 	switch p := e.Payload.(type) {
 	case *events.SiteCreated:
+		s.justCreated = true
 		s.Cfg = &Config{Settings: createdSettings(p), AppKey: p.AppKey, Secret: p.Secret, WebhookSecret: p.WebhookSecret,
 			CreatedAt: e.Time, IdempotencyKey: p.IdempotencyKey, RequestHash: p.RequestHash}
 		if p.IdempotencyKey != "" {
@@ -163,6 +166,15 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 	case *events.SiteUpdated:
 		c := *s.Cfg
 		c.Settings = c.Settings.With(updatedSettings(p))
+		s.Cfg = &c
+	case *events.SitePageUpdated:
+		c := *s.Cfg
+		c.Settings = c.Settings.With(pageSettings(p))
+		if afterCreation && s.created == s.Cfg {
+			// Part of a keyed creation (the event right after its
+			// site.created): a repeat of the key answers with it.
+			s.created = &c
+		}
 		s.Cfg = &c
 	case *events.SiteSecretRotated:
 		c := *s.Cfg

@@ -172,7 +172,14 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if err := validateSettings(c.Settings); err != nil {
 			return Decision{Tx: -1}, err
 		}
-		return one(-1, updatedEvent(c.Settings))
+		var evs []events.Event
+		if coreChange(c.Settings) || !pageChange(c.Settings) {
+			evs = append(evs, ev(updatedEvent(c.Settings)))
+		}
+		if pageChange(c.Settings) {
+			evs = append(evs, ev(pageEvent(c.Settings)))
+		}
+		return Decision{Tx: -1, Events: evs}, nil
 	case RotateSecret:
 		if c.Secret == "" {
 			return Decision{Tx: -1}, fieldErr("secret", ErrInvalidRequest, "a new secret is required")
@@ -315,7 +322,12 @@ func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision
 		return Decision{Tx: -1}, err
 	}
 	p := createdEvent(string(s.ID), defaultSettings.With(st), c)
-	return Decision{Tx: -1, Events: []events.Event{{Name: p.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: p}}}, nil
+	evs := []events.Event{{Name: p.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: p}}
+	if pageChange(st) {
+		pp := pageEvent(st)
+		evs = append(evs, events.Event{Name: pp.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: pp})
+	}
+	return Decision{Tx: -1, Events: evs}, nil
 }
 
 // validateSettings checks the settings that are present.
@@ -343,6 +355,14 @@ func validateSettings(st SiteSettings) error {
 	}
 	if st.RateLimit != nil && (*st.RateLimit < 0 || *st.RateLimit > 1_000_000) {
 		return fieldErr("rateLimit", ErrInvalidRequest, "rateLimit must be 0 (no limit) to 1000000 requests per second")
+	}
+	if st.ReturnURL != nil && *st.ReturnURL != "" && !webURL(*st.ReturnURL) {
+		return fieldErr("returnUrl", ErrInvalidRequest, "returnUrl must be an absolute http or https URL (\"\" removes it)")
+	}
+	if st.SupportContact != nil && *st.SupportContact != "" {
+		if err := checkText("supportContact", *st.SupportContact, maxTextLen); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -379,11 +399,17 @@ func ParseAllowEntry(s string) (netip.Prefix, error) {
 
 // ValidateCallbackURL requires an absolute http or https URL with a host.
 func ValidateCallbackURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || len(raw) > 2048 {
+	if !webURL(raw) {
 		return fieldErr("callbackUrl", ErrInvalidRequest, "callbackUrl must be an absolute http or https URL")
 	}
 	return nil
+}
+
+// webURL reports whether raw is an absolute http or https URL with a host,
+// no user information, at most 2048 bytes.
+func webURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && len(raw) <= 2048
 }
 
 func (s *Site) validateRequest(r Request, k Kind) error {

@@ -17,6 +17,10 @@ type Settings struct {
 	HostedPage        bool     `json:"hostedPage"`
 	DepositTTLSeconds int64    `json:"depositTtlSeconds"`
 	RateLimit         int64    `json:"rateLimit"`
+	// ReturnURL and SupportContact are shown on the hosted payment page
+	// ("" for none); events.SitePageUpdated carries them.
+	ReturnURL      string `json:"returnUrl"`
+	SupportContact string `json:"supportContact"`
 }
 
 // SiteSettings is a change to Settings, as the operator API sends it: a
@@ -30,6 +34,8 @@ type SiteSettings struct {
 	HostedPage        *bool     `json:"hostedPage"`
 	DepositTTLSeconds *int64    `json:"depositTtlSeconds"`
 	RateLimit         *int64    `json:"rateLimit"`
+	ReturnURL         *string   `json:"returnUrl"`
+	SupportContact    *string   `json:"supportContact"`
 }
 
 // With returns st changed by the fields p sets.
@@ -41,6 +47,8 @@ func (st Settings) With(p SiteSettings) Settings {
 	set(&st.HostedPage, p.HostedPage)
 	set(&st.DepositTTLSeconds, p.DepositTTLSeconds)
 	set(&st.RateLimit, p.RateLimit)
+	set(&st.ReturnURL, p.ReturnURL)
+	set(&st.SupportContact, p.SupportContact)
 	return st
 }
 
@@ -65,6 +73,26 @@ func createdEvent(id string, st Settings, c CreateSite) *events.SiteCreated {
 func createdSettings(p *events.SiteCreated) Settings {
 	return Settings{Name: p.Name, NegativeLimit: p.NegativeLimit, IPAllowlist: p.IPAllowlist, CallbackURL: p.CallbackURL,
 		HostedPage: p.HostedPage, DepositTTLSeconds: p.DepositTTLSeconds, RateLimit: p.RateLimit}
+}
+
+// pageChange reports whether p changes the hosted page's settings, which
+// site.page_updated carries.
+func pageChange(p SiteSettings) bool { return p.ReturnURL != nil || p.SupportContact != nil }
+
+// coreChange reports whether p changes a setting site.updated carries.
+func coreChange(p SiteSettings) bool {
+	return p.Name != nil || p.NegativeLimit != nil || p.IPAllowlist != nil || p.CallbackURL != nil || p.HostedPage != nil ||
+		p.DepositTTLSeconds != nil || p.RateLimit != nil
+}
+
+// pageEvent is the site.page_updated event of the change p.
+func pageEvent(p SiteSettings) *events.SitePageUpdated {
+	return &events.SitePageUpdated{ReturnURL: p.ReturnURL, Support: p.SupportContact}
+}
+
+// pageSettings is the change a site.page_updated event holds.
+func pageSettings(p *events.SitePageUpdated) SiteSettings {
+	return SiteSettings{ReturnURL: p.ReturnURL, SupportContact: p.Support}
 }
 
 // updatedEvent is the site.updated event of the change p.

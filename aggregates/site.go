@@ -166,7 +166,9 @@ type Site struct {
 	// created without a key); Cfg is replaced, never changed, so the two
 	// share one value until the first update.
 	created *Config
-	j       *journal
+	// justCreated: the last event applied was site.created.
+	justCreated bool
+	j           *journal
 }
 
 // NewSite returns the empty state of site id, before its creation event.

@@ -28,6 +28,7 @@ const (
 	SiteUpdatedName              = "site.updated.v1"
 	SiteSecretRotatedName        = "site.secret_rotated.v1"
 	SiteWebhookSecretRotatedName = "site.webhook_secret_rotated.v1"
+	SitePageUpdatedName          = "site.page_updated.v1"
 	TreasuryAdjustedName         = "treasury.adjusted.v2"
 	TreasuryAdjustedV1Name       = "treasury.adjusted.v1"
 	DepositRequestedName         = "deposit.requested.v1"
@@ -284,6 +285,8 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &SiteUpdated{}
 	case SiteSecretRotatedName:
 		p = &SiteSecretRotated{}
+	case SitePageUpdatedName:
+		p = &SitePageUpdated{}
 	case SiteWebhookSecretRotatedName:
 		p = &SiteWebhookSecretRotated{}
 	case TreasuryAdjustedName, TreasuryAdjustedV1Name:

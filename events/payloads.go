@@ -54,6 +54,20 @@ type SiteUpdated struct {
 // EventName implements Payload.
 func (*SiteUpdated) EventName() string { return SiteUpdatedName }
 
+// SitePageUpdated changes what a site's hosted payment page offers the
+// customer besides the deposit; a nil field is unchanged, "" removes it.
+// It follows site.created in the creation's message when the creation sets
+// either.
+type SitePageUpdated struct {
+	// ReturnURL is the merchant's page the customer goes back to.
+	ReturnURL *string `msgpack:"returnUrl,omitempty"`
+	// Support is how the customer reaches the merchant's support.
+	Support *string `msgpack:"support,omitempty"`
+}
+
+// EventName implements Payload.
+func (*SitePageUpdated) EventName() string { return SitePageUpdatedName }
+
 // SiteSecretRotated replaces the request-signing secret; the previous one
 // stays valid until PreviousValidUntil (Unix ms).
 type SiteSecretRotated struct {

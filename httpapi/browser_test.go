@@ -160,7 +160,8 @@ func TestConsole_browser(t *testing.T) {
 	e := newEnv(t)
 	s := e.newStack(stackOptions{})
 	s.seedBanks()
-	shop := s.newSite(map[string]any{"name": "Babylon Games", "hostedPage": true}, 5_000_000)
+	shop := s.newSite(map[string]any{"name": "Babylon Games", "hostedPage": true, "returnUrl": "https://babylon.example/account",
+		"supportContact": "support@babylon.example"}, 5_000_000)
 	omar := s.newOperator(t, "Omar Operator", "operator").Token
 	huda := s.newOperator(t, "Huda Operator", "operator").Token
 	aya := s.newOperator(t, "Aya Auditor", "auditor").Token
@@ -199,6 +200,8 @@ func TestConsole_browser(t *testing.T) {
 		require.Equal(t, "Babylon Games", text(t, customer, "#merchant"))
 		require.Equal(t, "order-1001", text(t, customer, "#order"))
 		require.Equal(t, "25,000 IQD", text(t, customer, "#amount"))
+		require.Equal(t, "https://babylon.example/account", eval[string](t, customer, `document.getElementById("return").href`))
+		require.Equal(t, "support@babylon.example", text(t, customer, "#support"))
 		eval[string](t, customer, `window.loadedOnce = "yes"`)
 		shot(t, customer, "hosted-pending-en")
 
@@ -305,7 +308,7 @@ func TestConsole_browser(t *testing.T) {
 
 	t.Run("the hosted page in ar, ckb and en", func(t *testing.T) {
 		for _, c := range []struct {
-			d                  record
+			d                 record
 			lang, dir, amount string
 		}{{d5, "ckb", "rtl", "١٢٬٠٠٠ د.ع"}, {d3, "ar", "rtl", "١٥٬٠٠٠ د.ع"}, {d1, "en", "ltr", "24,000 IQD"}} {
 			steps(t, customer, chromedp.Navigate(*c.d.URL), chromedp.WaitVisible("#state"))

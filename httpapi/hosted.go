@@ -20,6 +20,7 @@ import (
 type pageText struct {
 	Title, PayTo, Method, Recipient, Number, Amount, Copy, Copied, ExpiresIn, Expired string
 	Exact, Approved, Rejected, ExpiredFinal, Pending, Currency, Merchant, Order       string
+	Back, Support                                                                     string
 }
 
 var pageTexts = map[string]pageText{
@@ -28,19 +29,22 @@ var pageTexts = map[string]pageText{
 		ExpiresIn: "Time left", Expired: "Time is up", Exact: "The amount must match exactly.",
 		Approved: "Your deposit was received and approved.", Rejected: "This deposit was rejected.",
 		ExpiredFinal: "This deposit request has expired. If you already paid, contact support.",
-		Pending:      "Waiting for your transfer…", Currency: "IQD", Merchant: "Paying", Order: "Order reference"},
+		Pending:      "Waiting for your transfer…", Currency: "IQD", Merchant: "Paying", Order: "Order reference",
+		Back: "Back to the shop", Support: "Help"},
 	"ar": {Title: "إيداع", PayTo: "أرسل هذا المبلغ بالضبط في تحويل واحد من محفظتك الخاصة", Method: "طريقة الدفع",
 		Recipient: "اسم المستلم", Number: "رقم المستلم", Amount: "المبلغ", Copy: "نسخ", Copied: "تم النسخ",
 		ExpiresIn: "الوقت المتبقي", Expired: "انتهى الوقت", Exact: "يجب أن يطابق المبلغ تماماً.",
 		Approved: "تم استلام إيداعك والموافقة عليه.", Rejected: "تم رفض هذا الإيداع.",
 		ExpiredFinal: "انتهت صلاحية طلب الإيداع هذا. إذا كنت قد دفعت بالفعل، فاتصل بالدعم.",
-		Pending:      "بانتظار تحويلك…", Currency: "د.ع", Merchant: "الدفع إلى", Order: "رقم الطلب"},
+		Pending:      "بانتظار تحويلك…", Currency: "د.ع", Merchant: "الدفع إلى", Order: "رقم الطلب",
+		Back: "العودة إلى المتجر", Support: "المساعدة"},
 	"ku": {Title: "پارەدانان", PayTo: "ئەم بڕە بە تەواوی لە یەک گواستنەوەدا لە جزدانی خۆتەوە بنێرە", Method: "ڕێگای پارەدان",
 		Recipient: "ناوی وەرگر", Number: "ژمارەی وەرگر", Amount: "بڕ", Copy: "لەبەرگرتنەوە", Copied: "لەبەرگیرایەوە",
 		ExpiresIn: "کاتی ماوە", Expired: "کات تەواو بوو", Exact: "بڕەکە دەبێت وەک خۆی بێت.",
 		Approved: "پارەکەت گەیشت و پەسەند کرا.", Rejected: "ئەم پارەدانانە ڕەتکرایەوە.",
 		ExpiredFinal: "ماوەی ئەم داواکارییە بەسەرچوو. ئەگەر پارەت داوە، پەیوەندی بە پشتگیرییەوە بکە.",
-		Pending:      "چاوەڕێی گواستنەوەکەتین…", Currency: "د.ع", Merchant: "پارەدان بۆ", Order: "ژمارەی داواکاری"},
+		Pending:      "چاوەڕێی گواستنەوەکەتین…", Currency: "د.ع", Merchant: "پارەدان بۆ", Order: "ژمارەی داواکاری",
+		Back: "گەڕانەوە بۆ فرۆشگا", Support: "یارمەتی"},
 }
 
 type pageData struct {
@@ -52,6 +56,9 @@ type pageData struct {
 	ExpiresUnixMs               int64
 	BankName, AcctName, AcctNum string
 	Merchant, StatusURL         string
+	// ReturnURL and Support are the site's (docs/console.md "Hosted
+	// payment page"); "" for none.
+	ReturnURL, Support string
 }
 
 var pageTmpl = template.Must(template.New("pay").Parse(`<!doctype html>
@@ -90,6 +97,8 @@ button:focus-visible{outline:3px solid #f0b429;outline-offset:2px}
 {{end}}
 <p id="state" role="status" aria-live="polite" class="state{{if eq .Status "approved"}} ok{{else if ne .Status "pending"}} bad{{end}}"
  data-pending="{{.T.Pending}}" data-approved="{{.T.Approved}}" data-rejected="{{.T.Rejected}}" data-expired="{{.T.ExpiredFinal}}">{{if eq .Status "pending"}}{{.T.Pending}}{{else if eq .Status "approved"}}{{.T.Approved}}{{else if eq .Status "rejected"}}{{.T.Rejected}}{{else}}{{.T.ExpiredFinal}}{{end}}</p>
+{{if .Support}}<p class="note">{{.T.Support}}: <span id="support" dir="auto">{{.Support}}</span></p>{{end}}
+{{if .ReturnURL}}<p><a id="return" href="{{.ReturnURL}}" rel="noreferrer">{{.T.Back}}</a></p>{{end}}
 </main>
 <script>
 (function(){
@@ -179,7 +188,7 @@ func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
 		AcctName: rec.Deposit.BankAccountName, AcctNum: rec.Deposit.BankAccountIban,
 		StatusURL: "/pay/" + string(id) + "/status?t=" + url.QueryEscape(tok)}
 	if cfg, ok := s.cfg.Ledger.SiteConfig(id.Site()); ok {
-		d.Merchant = cfg.Name
+		d.Merchant, d.ReturnURL, d.Support = cfg.Name, cfg.ReturnURL, cfg.SupportContact
 	}
 	d.ExpiresUnixMs = rec.ExpiresAtMs()
 	pageHeaders(w)

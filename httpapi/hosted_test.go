@@ -301,3 +301,37 @@ func TestHostedPage_unavailableAndBadProxyHeader(t *testing.T) {
 	assert.Contains(t, string(b), "غير متاح مؤقتاً")
 	assert.NotContains(t, string(b), "25000")
 }
+
+// A site's return link and support contact are set, shown on its hosted
+// pages, changed and removed through the operator API.
+func TestHostedPage_returnAndSupport(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(map[string]any{"hostedPage": true, "returnUrl": "https://shop.example/orders?x=1&y=2",
+		"supportContact": "واتساب +964 770 000 0000"}, 0)
+	view := decodeAny(t, s.ops("GET", "/ops/v1/sites/"+st.ID, nil))
+	require.Equal(t, "https://shop.example/orders?x=1&y=2", view["returnUrl"])
+	require.Equal(t, "واتساب +964 770 000 0000", view["supportContact"])
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "rs1", "u1", 25000)))
+	_, _, body := fetchPage(t, *d.URL)
+	require.Contains(t, body, `<a id="return" href="https://shop.example/orders?x=1&amp;y=2" rel="noreferrer">Back to the shop</a>`)
+	require.Contains(t, body, `<span id="support" dir="auto">واتساب &#43;964 770 000 0000</span>`)
+
+	for _, bad := range []map[string]any{{"returnUrl": "javascript:alert(1)"}, {"returnUrl": "/relative"}, {"supportContact": "a\nb"}} {
+		for k := range bad {
+			requireErr(t, s.ops("PATCH", "/ops/v1/sites/"+st.ID, bad), 400, "invalid_request", k)
+		}
+	}
+	requireOK(t, s.ops("PATCH", "/ops/v1/sites/"+st.ID, map[string]any{"returnUrl": "", "supportContact": ""}))
+	view = decodeAny(t, s.ops("GET", "/ops/v1/sites/"+st.ID, nil))
+	require.Nil(t, view["returnUrl"])
+	require.Nil(t, view["supportContact"])
+	_, _, body = fetchPage(t, *d.URL)
+	require.NotContains(t, body, `id="return"`)
+	require.NotContains(t, body, `id="support"`)
+	items := s.history(t, st.ID)
+	require.Equal(t, "site.page_updated.v1", items[1].Name, "after site.created, in its message")
+	require.Equal(t, items[0].Seq, items[1].Seq)
+	require.Equal(t, "site.page_updated.v1", items[len(items)-1].Name, "the removal, alone")
+}

@@ -17,15 +17,26 @@ import (
 type siteView struct {
 	ID ids.SiteID `json:"id"`
 	aggregates.Settings
-	// IPAllowlist and CallbackURL shadow the settings' own fields: the API
-	// shows no allowlist as [] and no callback URL as null.
+	// IPAllowlist, CallbackURL, ReturnURL and Support shadow the settings'
+	// own fields: the API shows no allowlist as [] and no URL or contact
+	// as null.
 	IPAllowlist   []string         `json:"ipAllowlist"`
 	CallbackURL   *string          `json:"callbackUrl"`
+	ReturnURL     *string          `json:"returnUrl"`
+	Support       *string          `json:"supportContact"`
 	AppKey        string           `json:"appKey"`
 	Secret        string           `json:"secret,omitempty"`
 	WebhookSecret string           `json:"webhookSecret,omitempty"`
 	CreatedAt     string           `json:"createdAt"`
 	Treasury      *records.Balance `json:"treasury,omitempty"`
+}
+
+// orNull shows "" as null.
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
@@ -34,10 +45,7 @@ func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
 	if v.IPAllowlist == nil {
 		v.IPAllowlist = []string{}
 	}
-	if c.CallbackURL != "" {
-		u := c.CallbackURL
-		v.CallbackURL = &u
-	}
+	v.CallbackURL, v.ReturnURL, v.Support = orNull(c.CallbackURL), orNull(c.ReturnURL), orNull(c.SupportContact)
 	return v
 }
 

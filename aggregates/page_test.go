@@ -1,0 +1,96 @@
+package aggregates
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events"
+	"gateway/ids"
+)
+
+// The hosted page's settings travel in site.page_updated, after
+// site.created in the creation's message and alone or after site.updated
+// in an update's, so that no shipped event changes shape.
+func TestSitePage(t *testing.T) {
+	names := func(d Decision) []string {
+		var out []string
+		for _, e := range d.Events {
+			out = append(out, e.Name)
+		}
+		return out
+	}
+	f := newFixture(t, SiteSettings{ReturnURL: ptr("https://shop.example/back"), SupportContact: ptr("+964 770 000 0000")})
+	assert.Equal(t, "https://shop.example/back", f.s.Cfg.ReturnURL)
+	assert.Equal(t, "+964 770 000 0000", f.s.Cfg.SupportContact)
+
+	d := f.do(UpdateSite{Settings: SiteSettings{SupportContact: ptr("help@shop.example")}})
+	assert.Equal(t, []string{events.SitePageUpdatedName}, names(d))
+	p := d.Events[0].Payload.(*events.SitePageUpdated)
+	assert.Nil(t, p.ReturnURL, "unchanged")
+	assert.Equal(t, "https://shop.example/back", f.s.Cfg.ReturnURL)
+	assert.Equal(t, "help@shop.example", f.s.Cfg.SupportContact)
+
+	d = f.do(UpdateSite{Settings: SiteSettings{RateLimit: ptr(int64(5)), ReturnURL: ptr("")}})
+	assert.Equal(t, []string{events.SiteUpdatedName, events.SitePageUpdatedName}, names(d))
+	assert.Equal(t, "", f.s.Cfg.ReturnURL, "removed")
+	assert.Equal(t, int64(5), f.s.Cfg.RateLimit)
+
+	d = f.do(UpdateSite{Settings: SiteSettings{Name: ptr("Renamed")}})
+	assert.Equal(t, []string{events.SiteUpdatedName}, names(d))
+
+	// A creation without them writes site.created alone.
+	plain := NewSite(ids.SiteID("splain"))
+	d, err := plain.Decide(CreateSite{Settings: SiteSettings{Name: ptr("Plain")}}, t0, operator)
+	require.NoError(t, err)
+	assert.Equal(t, []string{events.SiteCreatedName}, names(d))
+
+	for _, tc := range []struct {
+		name  string
+		st    SiteSettings
+		field string
+	}{
+		{"javascript URL", SiteSettings{ReturnURL: ptr("javascript:alert(1)")}, "returnUrl"},
+		{"relative URL", SiteSettings{ReturnURL: ptr("/orders")}, "returnUrl"},
+		{"ftp URL", SiteSettings{ReturnURL: ptr("ftp://shop.example/")}, "returnUrl"},
+		{"user in URL", SiteSettings{ReturnURL: ptr("https://u:p@shop.example/")}, "returnUrl"},
+		{"long URL", SiteSettings{ReturnURL: ptr("https://shop.example/" + strings.Repeat("a", 2048))}, "returnUrl"},
+		{"blank contact", SiteSettings{SupportContact: ptr("   ")}, "supportContact"},
+		{"control characters", SiteSettings{SupportContact: ptr("call\nme")}, "supportContact"},
+		{"long contact", SiteSettings{SupportContact: ptr(strings.Repeat("x", 257))}, "supportContact"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.try(UpdateSite{Settings: tc.st})
+			var fe *FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.field, fe.Field)
+			s := NewSite(ids.SiteID("sbad"))
+			tc.st.Name = ptr("Bad")
+			_, err = s.Decide(CreateSite{Settings: tc.st}, t0, operator)
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.field, fe.Field)
+		})
+	}
+}
+
+// A keyed creation's repeat answers with the page settings it created the
+// site with, not with a later change.
+func TestSitePage_keyedCreation(t *testing.T) {
+	const key = "create-page"
+	s := NewSite(ids.SiteForKey(key))
+	d, err := s.Decide(CreateSite{AppKey: "ak", Secret: "sec", Settings: SiteSettings{Name: ptr("Keyed"),
+		ReturnURL: ptr("https://shop.example/a")}, IdempotencyKey: key, RequestHash: hashA}, t0, operator)
+	require.NoError(t, err)
+	require.Len(t, d.Events, 2)
+	commitEvents(t, s, d.Events)
+	assert.Equal(t, "https://shop.example/a", s.CreatedAs().ReturnURL)
+	assert.Same(t, s.Cfg, s.CreatedAs())
+
+	d, err = s.Decide(UpdateSite{Settings: SiteSettings{ReturnURL: ptr("https://shop.example/b")}}, t0, operator)
+	require.NoError(t, err)
+	commitEvents(t, s, d.Events)
+	assert.Equal(t, "https://shop.example/b", s.Cfg.ReturnURL)
+	assert.Equal(t, "https://shop.example/a", s.CreatedAs().ReturnURL, "the creation's answer")
+}
