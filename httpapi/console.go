@@ -226,7 +226,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 }
 
 func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	s.render(w, r, status, "error", s.page(r, "", "error", msg))
+	title := "error"
+	if status == http.StatusNotFound {
+		title = "notFound"
+	}
+	s.render(w, r, status, "error", s.page(r, "", title, msg))
 }
 
 func (s *Server) consoleLoginPage(w http.ResponseWriter, r *http.Request) {

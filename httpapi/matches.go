@@ -152,7 +152,7 @@ func lineErrors(err error) string {
 		lines = lines[:20]
 	}
 	what := "the transfer lines could not be read, nothing was matched: "
-	if errors.Is(err, matching.ErrTooMany) {
+	if errors.Is(err, matching.ErrTooMany) || errors.Is(err, matching.ErrNoLines) {
 		what = ""
 	}
 	return what + strings.Join(lines, "; ") + more

@@ -36,6 +36,10 @@ func (e *LineError) Error() string {
 // ErrTooMany is returned for more than MaxLines transfers.
 var ErrTooMany = fmt.Errorf("more than %d transfers", MaxLines)
 
+// ErrNoLines is returned for a text without a transfer line (empty, or a
+// header alone).
+var ErrNoLines = errors.New("no transfer lines: give amount, name, time, method, reference")
+
 // Parse reads transfer lines pasted from a statement or uploaded as a file:
 // CSV or TSV (tab-separated when the first line holds a tab), one transfer
 // a line, in the columns amount, sender name, time, method, reference; the
@@ -88,6 +92,9 @@ func Parse(text string) ([]Transfer, error) {
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if len(out) == 0 {
+		return nil, ErrNoLines
 	}
 	return out, nil
 }

@@ -57,6 +57,10 @@ func TestParse_refused(t *testing.T) {
 			}
 		})
 	}
+	for _, empty := range []string{"", "\n\n", "amount,name,time\n", "  ,  \n"} {
+		_, err := Parse(empty)
+		assert.ErrorIs(t, err, ErrNoLines, "%q", empty)
+	}
 	_, err := Parse(strings.Repeat("1,a\n", MaxLines+1))
 	assert.ErrorIs(t, err, ErrTooMany)
 	got, err := Parse(strings.Repeat("1,a\n", MaxLines))
