@@ -190,6 +190,42 @@ var funcs = template.FuncMap{
 	},
 }
 
+// Reason says why a deposit was proposed for a transfer of amount
+// received, in the page's language (matching.Proposal's own Reason is
+// English, for the API).
+func (t T) Reason(p matching.Proposal, received int64) string {
+	var why []string
+	if p.AmountMatch == matching.Exact {
+		why = append(why, t.Get("why.amount"))
+	}
+	switch p.NameMatch {
+	case matching.Exact:
+		why = append(why, t.Get("why.name"))
+	case matching.Partial:
+		why = append(why, fmt.Sprintf(t.Get("why.namePart"), p.NameShare))
+	}
+	if p.AmountMatch != matching.Exact {
+		why = append(why, fmt.Sprintf(t.Get("why.amountDiffers"), Group(received), Group(p.Deposit.Amount)))
+	}
+	switch p.MethodMatch {
+	case matching.Exact:
+		why = append(why, t.Get("why.method"))
+	case matching.Different:
+		why = append(why, t.Get("why.otherMethod")+" ("+p.Deposit.Bank+")")
+	}
+	if p.TransferFirst {
+		why = append(why, t.Get("why.transferFirst"))
+	}
+	if p.Deposit.Status == "expired" {
+		why = append(why, t.Get("why.expired"))
+	}
+	sep := "; "
+	if t.lang != "en" {
+		sep = "؛ "
+	}
+	return strings.Join(why, sep)
+}
+
 // Group writes an amount with thousands separators (25,000).
 func Group(n int64) string {
 	s := strconv.FormatInt(n, 10)

@@ -3,10 +3,12 @@ package console
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/matching"
 	"gateway/records"
 )
 
@@ -75,4 +77,19 @@ func TestRender(t *testing.T) {
 	assert.Contains(t, b.String(), "25,000")
 	assert.NotContains(t, b.String(), "<html")
 	assert.Error(t, RenderRows(&b, "login", NewPage("en", Who{}, "", "", "deposits", "", nil)))
+}
+
+// A proposal's reason reads the same as the API's in English, and in the
+// page's language otherwise.
+func TestReason(t *testing.T) {
+	ts := []matching.Transfer{{Amount: 24000, Name: "Ali Kareem", Method: "QICARD", Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	dep := records.OpsRecord{SiteID: "s1"}
+	dep.TransactionID, dep.Type, dep.Status, dep.Amount, dep.Name, dep.Bank = "s1-1", "deposit", "expired", 25000, "Ali Kareem", "ZAINCASH"
+	dep.CreatedAt = "2026-02-01T00:00:00.000Z"
+	res := matching.Match(ts, []records.OpsRecord{dep})
+	require.Len(t, res[0].Proposals, 1)
+	p := res[0].Proposals[0]
+	assert.Equal(t, p.Reason, T{"en"}.Reason(p, 24000))
+	assert.Equal(t, "الاسم مطابق تماماً؛ المبلغ مختلف: استُلم 24,000 وطُلب 25,000؛ طريقة دفع أخرى (ZAINCASH)؛ التحويل أقدم من الإيداع؛ انتهت صلاحية الإيداع (ولا يزال بالإمكان قبوله)",
+		T{"ar"}.Reason(p, 24000))
 }

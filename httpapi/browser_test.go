@@ -260,9 +260,14 @@ func TestConsole_browser(t *testing.T) {
 	})
 
 	t.Run("paste transfer lines and approve a proposal", func(t *testing.T) {
+		// The statement comes as a file, read into the form.
+		statement := filepath.Join(t.TempDir(), "statement.tsv")
+		require.NoError(t, os.WriteFile(statement,
+			[]byte("amount\tname\ttime\tmethod\treference\n15,000\tزينب  حسن\t\tZAINCASH\tBANK-9\n99999\tNobody\n"), 0o644))
 		steps(t, op, chromedp.Navigate(s.URL+"/console/match"), chromedp.WaitVisible("#lines"),
-			chromedp.SetValue("#lines", "amount\tname\ttime\tmethod\treference\n15,000\tزينب  حسن\t\tZAINCASH\tBANK-9\n99999\tNobody\n"),
-			chromedp.Click("#propose"), chromedp.WaitVisible(fmt.Sprintf(`tr.proposal[data-tx=%q]`, d3.TransactionID)))
+			chromedp.SetUploadFiles("#file", []string{statement}))
+		waitFor(t, op, `document.getElementById("lines").value.includes("BANK-9")`, "the file in the form")
+		steps(t, op, chromedp.Click("#propose"), chromedp.WaitVisible(fmt.Sprintf(`tr.proposal[data-tx=%q]`, d3.TransactionID)))
 		require.Contains(t, text(t, op, fmt.Sprintf(`tr.proposal[data-tx=%q]`, d3.TransactionID)), "amount matches exactly; name matches exactly")
 		require.Contains(t, text(t, op, "main"), "No pending deposit matches this transfer.")
 		shot(t, op, "console-match-en")
@@ -288,6 +293,19 @@ func TestConsole_browser(t *testing.T) {
 			headers: {"Content-Type": "application/json"}, body: "{}"}).then(r => r.status)`, d5.TransactionID))
 		require.Equal(t, 403, code)
 		require.Equal(t, "pending", s.status(t, d5.TransactionID).Status)
+	})
+
+	t.Run("an admin adjusts a treasury", func(t *testing.T) {
+		admin := person(t, b)
+		signIn(t, admin, s.URL, adminToken, "admin")
+		steps(t, admin, chromedp.Navigate(s.URL+"/console/treasuries"), chromedp.WaitVisible("#site-"+shop.ID))
+		before := s.balanceOf(t, shop).Balance
+		act(t, admin, "adjust", shop.ID, map[string]string{"amount": "-250000", "reason": "settlement to the merchant"})
+		waitFor(t, admin, `document.getElementById("flash").className === "ok"`, "the adjustment")
+		require.Equal(t, before-250000, s.balanceOf(t, shop).Balance)
+		// An operator has no adjust button.
+		steps(t, op, chromedp.Navigate(s.URL+"/console/treasuries"), chromedp.WaitVisible("#site-"+shop.ID))
+		require.Equal(t, 0, eval[int](t, op, `document.querySelectorAll("button[data-action=adjust]").length`))
 	})
 
 	t.Run("the console in Arabic and Sorani, right to left", func(t *testing.T) {

@@ -93,6 +93,12 @@ type Proposal struct {
 	AmountMatch string `json:"amountMatch"`
 	NameMatch   string `json:"nameMatch"`
 	MethodMatch string `json:"methodMatch"`
+	// NameShare is the share of the shorter name's words found in the
+	// other, in percent (100 for an exact match).
+	NameShare int `json:"nameShare"`
+	// TransferFirst: the transfer is stamped before the deposit was
+	// created.
+	TransferFirst bool `json:"transferBeforeDeposit"`
 
 	created time.Time
 	gap     time.Duration
@@ -196,11 +202,11 @@ func propose(t Transfer, tn name, c candidate) (Proposal, bool) {
 	}
 	switch {
 	case exact:
-		p.NameMatch = Exact
+		p.NameMatch, p.NameShare = Exact, 100
 		p.Score += 110
 		why = append(why, "name matches exactly")
 	case share > 0:
-		p.NameMatch = Partial
+		p.NameMatch, p.NameShare = Partial, int(100*share)
 		p.Score += int(80 * share)
 		why = append(why, fmt.Sprintf("name matches in part (%d%% of the words)", int(100*share)))
 	}
@@ -225,6 +231,7 @@ func propose(t Transfer, tn name, c candidate) (Proposal, bool) {
 		p.gap = t.Time.Sub(c.created)
 		if p.gap < 0 {
 			p.Score -= 50
+			p.TransferFirst = true
 			why = append(why, "the transfer is older than the deposit")
 			p.gap = -p.gap
 		}
