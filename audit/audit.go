@@ -27,6 +27,7 @@ import (
 
 	"gateway/events"
 	"gateway/ids"
+	"gateway/records"
 )
 
 // Source is what the audit reads: the ledger stream and its snapshots.
@@ -430,7 +431,7 @@ func (p *progress) run(w io.Writer, start time.Time) (stop func()) {
 			pct = float64(p.seq.Load()) * 100 / float64(p.end)
 		}
 		fmt.Fprintf(w, "\raudit: %5.1f%%  seq %d/%d  %s messages  %s events  %s events/s  ",
-			pct, p.seq.Load(), p.end, group(int64(p.msgs.Load())), group(int64(ev)), group(int64(rate)))
+			pct, p.seq.Load(), p.end, records.Group(int64(p.msgs.Load())), records.Group(int64(ev)), records.Group(int64(rate)))
 	}
 	go func() {
 		defer close(finished)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"gateway/records"
 )
 
 // Check outcomes.
@@ -286,7 +288,7 @@ var (
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.printf("ledger audit of %s: messages 1..%d, %d messages, %d events in %s (%s events/s)\n",
-		r.Filter, r.LastSeq, r.Messages, r.Events, r.Elapsed.Round(time.Millisecond), group(int64(r.EventsPerSecond)))
+		r.Filter, r.LastSeq, r.Messages, r.Events, r.Elapsed.Round(time.Millisecond), records.Group(int64(r.EventsPerSecond)))
 	if r.Checkpoint > 0 {
 		ew.printf("checkpoint at seq %d\n", r.Checkpoint)
 	}
@@ -303,9 +305,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("\nsite %s: %d messages, %d events (seq %d..%d), %d transactions\n",
 			s.ID, s.Messages, s.Events, s.FirstSeq, s.LastSeq, s.Transactions)
 		ew.printf("  balance %s, pending withdrawals %s, negative limit %s, available %s\n",
-			group(s.Balance), group(s.PendingWithdrawals), group(s.NegativeLimit),
-			group(s.Balance-s.PendingWithdrawals-s.NegativeLimit))
-		ew.printf("  adjustments  %d totalling %s\n", s.Adjustments.Count, group(s.Adjustments.Amount))
+			records.Group(s.Balance), records.Group(s.PendingWithdrawals), records.Group(s.NegativeLimit),
+			records.Group(s.Balance-s.PendingWithdrawals-s.NegativeLimit))
+		ew.printf("  adjustments  %d totalling %s\n", s.Adjustments.Count, records.Group(s.Adjustments.Amount))
 		writeTotals(ew, "deposits   ", depositStatuses, s.Deposits)
 		writeTotals(ew, "withdrawals", withdrawalStatuses, s.Withdrawals)
 		if s.SnapshotSeq > 0 {
@@ -331,7 +333,7 @@ func writeTotals(ew *errWriter, label string, statuses []string, m map[string]To
 	ew.printf("  %s", label)
 	for _, st := range statuses {
 		t := m[st]
-		ew.printf("  %s %d (%s)", st, t.Count, group(t.Amount))
+		ew.printf("  %s %d (%s)", st, t.Count, records.Group(t.Amount))
 	}
 	ew.printf("\n")
 }
@@ -367,26 +369,6 @@ func (e *errWriter) printf(format string, args ...any) {
 // fmtMillis formats Unix milliseconds as the API does.
 func fmtMillis(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
-// group formats n with thousands separators.
-func group(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 // sortReports orders sites and subjects by name.

@@ -19,7 +19,6 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -227,22 +226,7 @@ func (t T) Reason(p matching.Proposal, received int64) string {
 }
 
 // Group writes an amount with thousands separators (25,000).
-func Group(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func Group(n int64) string { return records.Group(n) }
 
 // When writes an RFC 3339 time as Baghdad time, to the minute.
 func When(rfc string) string {

@@ -136,23 +136,15 @@ function show(st){
 // groupAmount writes an amount as the page's language does: 25,000 in
 // English, ٢٥٬٠٠٠ in Arabic and Kurdish.
 func groupAmount(n int64, lang string) string {
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			if lang == "en" {
-				b.WriteByte(',')
-			} else {
-				b.WriteRune('٬')
-			}
-		}
-		if lang != "en" && r >= '0' && r <= '9' {
-			r = '٠' + r - '0'
-		}
-		b.WriteRune(r)
+	g := records.Group(n)
+	if lang == "en" {
+		return g
 	}
-	return b.String()
+	return arabicDigits.Replace(g)
 }
+
+// arabicDigits writes digits and the group separator in Arabic-Indic form.
+var arabicDigits = strings.NewReplacer("0", "٠", "1", "١", "2", "٢", "3", "٣", "4", "٤", "5", "٥", "6", "٦", "7", "٧", "8", "٨", "9", "٩", ",", "٬")
 
 // htmlLang is the page's language tag: Sorani Kurdish is ckb (the
 // merchant API's lang=ku).

@@ -216,7 +216,7 @@ func propose(t Transfer, tn name, c candidate) (Proposal, bool) {
 		return Proposal{}, false
 	}
 	if p.AmountMatch != Exact {
-		why = append(why, fmt.Sprintf("amount differs: %s received, %s requested", group(t.Amount), group(c.rec.Amount)))
+		why = append(why, fmt.Sprintf("amount differs: %s received, %s requested", records.Group(t.Amount), records.Group(c.rec.Amount)))
 	}
 	if t.Method != "" {
 		if strings.EqualFold(t.Method, c.rec.Bank) {
@@ -264,22 +264,4 @@ func overlap(a, b []string) (float64, int) {
 		}
 	}
 	return float64(found) / float64(len(a)), found
-}
-
-// group writes n with thousands separators, as an operator reads amounts.
-func group(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

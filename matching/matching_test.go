@@ -176,9 +176,3 @@ func TestMatch_atMostMaxProposals(t *testing.T) {
 	// The oldest first among equals.
 	assert.Equal(t, "a", res[0].Proposals[0].Deposit.TransactionID)
 }
-
-func TestGroup(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 25000: "25,000", 1234567: "1,234,567", -1000000: "-1,000,000"} {
-		assert.Equal(t, want, group(n))
-	}
-}

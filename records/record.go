@@ -117,6 +117,23 @@ func ResponseHash(secret, txID, bankID string, amount int64) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
+// Group writes an amount with thousands separators (25,000), as people
+// read amounts.
+func Group(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	b := make([]byte, 0, len(s)+len(s)/3)
+	if n < 0 {
+		b, s = append(b, '-'), s[1:]
+	}
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
 // FormatTime renders Unix ms as RFC 3339 UTC with milliseconds.
 func FormatTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")

@@ -86,3 +86,10 @@ func TestCursor(t *testing.T) {
 		assert.ErrorIs(t, err, ErrBadCursor, bad)
 	}
 }
+
+func TestGroup(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 25000: "25,000", 1234567: "1,234,567",
+		-1: "-1", -1000000: "-1,000,000", -9223372036854775808: "-9,223,372,036,854,775,808"} {
+		assert.Equal(t, want, Group(n))
+	}
+}
