@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -74,9 +76,8 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			signed = []byte(r.URL.RawQuery)
 		}
-		if !s.signatureValid(cfg, r.Header.Get("sign"), signed) {
-			s.writeErr(w, r, &apiError{status: 401, code: "invalid_signature", field: "sign",
-				message: "sign must be base64(HMAC-SHA256(secret, raw body for POST or raw query for GET))"})
+		if problem := s.checkSignature(cfg, r, signed); problem != "" {
+			s.writeErr(w, r, &apiError{status: 401, code: "invalid_signature", field: "sign", message: problem})
 			return
 		}
 		if ok, wait := s.limiter.allow("site:"+string(siteID), cfg.RateLimit); !ok {
@@ -88,11 +89,89 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) signatureValid(cfg *aggregates.Config, sign string, signed []byte) bool {
+// signRule is what a valid sign header is.
+const signRule = "sign must be base64(HMAC-SHA256(secret, S)), S being the exact body of a POST or the exact query of a GET (the bytes after ?)"
+
+// checkSignature returns "" for a request whose sign header is valid, and
+// otherwise what is wrong with it, as far as that can be said without
+// weakening it: a header that is missing or is not base64 of 32 bytes, or
+// a signature over the request as a common mistake changes it (a trailing
+// newline, a leading "?", the path included, parameters sorted). Only
+// someone who holds the secret can make a signature that matches such a
+// variant, so naming it tells nobody else anything.
+func (s *Server) checkSignature(cfg *aggregates.Config, r *http.Request, signed []byte) string {
+	sign := r.Header.Get("sign")
+	if sign == "" {
+		return "the sign header is missing; " + signRule
+	}
 	got, ok := decodeSign(sign)
 	if !ok {
-		return false
+		if len(sign) == 2*sha256.Size && strings.Trim(strings.ToLower(sign), "0123456789abcdef") == "" {
+			return "sign is a hex digest; send the 32 bytes of the HMAC-SHA256 in base64 instead"
+		}
+		return "sign is not base64 of 32 bytes; " + signRule
 	}
+	if s.signatureValid(cfg, got, signed) {
+		return ""
+	}
+	for _, m := range signMistakes(r, signed) {
+		if s.signatureValid(cfg, got, m.signed) {
+			return "sign was computed over " + m.what + "; sign the exact bytes sent"
+		}
+	}
+	return "sign does not match the request: " + signRule + "; check the secret (rotated?) and that the bytes signed are the bytes sent"
+}
+
+// signMistake is the request as a common signing mistake sees it.
+type signMistake struct {
+	what   string
+	signed []byte
+}
+
+func signMistakes(r *http.Request, signed []byte) []signMistake {
+	var out []signMistake
+	add := func(what string, b []byte) {
+		if !bytes.Equal(b, signed) {
+			out = append(out, signMistake{what, b})
+		}
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		q := string(signed)
+		add("the query with a leading ?", []byte("?"+q))
+		add("the path and the query", []byte(r.URL.Path+"?"+q))
+		add("the path", []byte(r.URL.Path))
+		if v, err := url.ParseQuery(q); err == nil {
+			add("the query with its parameters sorted", []byte(v.Encode()))
+		}
+		if d, err := url.QueryUnescape(q); err == nil {
+			add("the decoded query", []byte(d))
+		}
+	} else {
+		add("the path and the body", append([]byte(r.URL.Path), signed...))
+		if v, err := url.ParseQuery(string(signed)); err == nil {
+			add("the body with its fields sorted", []byte(v.Encode()))
+		}
+	}
+	add("the "+signedName(r)+" with a trailing newline", append(append([]byte{}, signed...), '\n'))
+	if t := bytes.TrimRight(signed, "\r\n"); len(t) < len(signed) {
+		add("the "+signedName(r)+" without its trailing newline", t)
+	}
+	if len(signed) > 0 {
+		add("an empty string", nil)
+	}
+	return out
+}
+
+func signedName(r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return "query"
+	}
+	return "body"
+}
+
+// signatureValid compares got with the HMAC of signed under the site's
+// secret, and under the previous one while it is still valid.
+func (s *Server) signatureValid(cfg *aggregates.Config, got, signed []byte) bool {
 	valid := hmac.Equal(got, mac(cfg.Secret, signed))
 	if cfg.PrevSecret != "" && s.cfg.Ledger.Now().UnixMilli() < cfg.PrevSecretUntil {
 		// Both are always compared so the answer time does not tell

@@ -1,0 +1,74 @@
+package httpapi_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSignature_mistakes: a refused signature says what is wrong as far as
+// that can be said without the secret: a missing or malformed header, or
+// the signing mistake that the signature does match.
+func TestSignature_mistakes(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	body := "userId=u1&processId=sig-1&bankId=ZAINCASH&amount=25000&userName=user_u1&name=Ali+Kareem"
+	query := "processId=sig-1&lang=en"
+	hexSign := func(data string) string {
+		m := hmac.New(sha256.New, []byte(st.Secret))
+		m.Write([]byte(data))
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	sorted := func(q string) string {
+		v, err := url.ParseQuery(q)
+		require.NoError(t, err)
+		return v.Encode()
+	}
+	require.NotEqual(t, body, sorted(body), "the test body is not already sorted")
+	require.NotEqual(t, query, sorted(query))
+	tests := []struct {
+		name, method, sign, message string
+	}{
+		{"missing", "POST", "", "the sign header is missing"},
+		{"not base64", "POST", "!!!", "sign is not base64 of 32 bytes"},
+		{"too short", "POST", "c2hvcnQ=", "sign is not base64 of 32 bytes"},
+		{"hex digest", "POST", hexSign(body), "sign is a hex digest"},
+		{"trailing newline", "POST", sign(st.Secret, []byte(body+"\n")), "sign was computed over the body with a trailing newline"},
+		{"path and body", "POST", sign(st.Secret, []byte(pathDeposit+body)), "sign was computed over the path and the body"},
+		{"fields sorted", "POST", sign(st.Secret, []byte(sorted(body))), "sign was computed over the body with its fields sorted"},
+		{"empty string", "POST", sign(st.Secret, nil), "sign was computed over an empty string"},
+		{"another secret", "POST", sign("not the secret", []byte(body)), "sign does not match the request"},
+		{"leading ?", "GET", sign(st.Secret, []byte("?"+query)), "sign was computed over the query with a leading ?"},
+		{"path and query", "GET", sign(st.Secret, []byte("/v1/transactions?"+query)), "sign was computed over the path and the query"},
+		{"query sorted", "GET", sign(st.Secret, []byte(sorted(query))), "sign was computed over the query with its parameters sorted"},
+		{"query with newline", "GET", sign(st.Secret, []byte(query+"\n")), "sign was computed over the query with a trailing newline"},
+		{"GET, another secret", "GET", sign("nope", []byte(query)), "sign does not match the request"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := map[string]string{"appKey": st.AppKey}
+			if tc.sign != "" {
+				hdr["sign"] = tc.sign
+			}
+			var r resp
+			if tc.method == "POST" {
+				hdr["Content-Type"] = "application/x-www-form-urlencoded"
+				r = s.send(t, http.MethodPost, pathDeposit, body, hdr)
+			} else {
+				r = s.send(t, http.MethodGet, "/v1/transactions?"+query, "", hdr)
+			}
+			requireErr(t, r, 401, "invalid_signature", "sign")
+			require.Contains(t, r.Message, tc.message)
+		})
+	}
+	// Nothing was created by the refused requests; the right one works.
+	s.unchanged(t, st, s.eventCount(t, st.ID), "sig-1")
+	requireOK(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "sig-1", "u1", 25000)))
+}
