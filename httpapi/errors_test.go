@@ -192,7 +192,16 @@ func TestUnknownBank(t *testing.T) {
 			if c.path == pathWithdraw {
 				f = withdrawForm(c.ref, "ub", "u1", 5000, "07712345678")
 			}
-			requireErr(t, s.post(st, c.path, f), 400, "unknown_bank", "bankId")
+			r := s.post(st, c.path, f)
+			requireErr(t, r, 400, "unknown_bank", "bankId")
+			// The answer names the methods this kind can use.
+			if c.path == pathWithdraw {
+				require.Contains(t, r.Message, "the enabled withdrawal methods are ZAINCASH, QICARD, NBI, GAMEWALLET, WDONLY")
+			} else {
+				require.Contains(t, r.Message, "the enabled deposit methods are ZAINCASH, QICARD, NBI, GAMEWALLET, DEPONLY")
+			}
+			_, listed, _ := strings.Cut(r.Message, "; the enabled")
+			require.NotContains(t, listed, "RAFIDAIN", "disabled")
 		})
 	}
 	s.unchanged(t, st, before, "ub")

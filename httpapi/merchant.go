@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"mime"
 	"net/http"
 	"net/url"
@@ -306,6 +307,9 @@ func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.C
 	ctx := r.Context()
 	res, err := s.cfg.Ledger.Execute(ctx, ri.siteID, cmd, events.ActorMerchant)
 	if err != nil {
+		if errors.Is(err, aggregates.ErrUnknownBank) {
+			err = s.unknownBank(err, cmd)
+		}
 		s.writeErr(w, r, err)
 		return
 	}
@@ -315,6 +319,28 @@ func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.C
 		return
 	}
 	s.writeData(w, r, rec)
+}
+
+// unknownBank names, in a refused creation's unknown_bank answer, the
+// methods the merchant can use for that kind of transaction.
+func (s *Server) unknownBank(err error, cmd aggregates.Command) error {
+	k := aggregates.KindDeposit
+	if _, ok := cmd.(aggregates.RequestWithdrawal); ok {
+		k = aggregates.KindWithdrawal
+	}
+	var codes []string
+	for _, b := range s.cfg.Ledger.Catalog().Banks() {
+		if b.Supports(k) {
+			codes = append(codes, b.Code)
+		}
+	}
+	_, msg := fieldOf(err)
+	if len(codes) == 0 {
+		msg += "; no " + k.String() + " method is enabled"
+	} else {
+		msg += "; the enabled " + k.String() + " methods are " + strings.Join(codes, ", ") + " (GET /v1/banks lists them)"
+	}
+	return &apiError{status: http.StatusBadRequest, code: "unknown_bank", field: "bankId", message: msg, cause: err}
 }
 
 // method is one entry of GET /v1/banks.
