@@ -189,6 +189,7 @@ type resp struct {
 	Code         string          `json:"code"`
 	Message      string          `json:"message"`
 	Field        string          `json:"field"`
+	DocURL       string          `json:"docUrl"`
 	ResponseTime string          `json:"responseTime"`
 	AppVersion   string          `json:"app_version"`
 	RequestID    string          `json:"requestId"`

@@ -15,11 +15,13 @@ import (
 
 // envelope is the shape of every JSON response (docs/merchant-api.md "Response envelope").
 type envelope struct {
-	Data         any    `json:"data"`
-	Status       int    `json:"status"`
-	Code         string `json:"code,omitempty"`
-	Message      string `json:"message,omitempty"`
-	Field        string `json:"field,omitempty"`
+	Data    any    `json:"data"`
+	Status  int    `json:"status"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	Field   string `json:"field,omitempty"`
+	// DocURL is the error code's section of docs/errors.md.
+	DocURL       string `json:"docUrl,omitempty"`
 	ResponseTime string `json:"responseTime"`
 	AppVersion   string `json:"app_version"`
 	RequestID    string `json:"requestId"`
@@ -95,7 +97,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
 	}
-	s.write(w, r, envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field})
+	s.write(w, r, envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field, DocURL: DocURL(ae.code)})
 }
 
 func (s *Server) write(w http.ResponseWriter, r *http.Request, env envelope) {
@@ -146,7 +148,7 @@ func (env envelope) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(env.Status), 10)
-	for _, f := range [...]struct{ key, v string }{{"code", env.Code}, {"message", env.Message}, {"field", env.Field}} {
+	for _, f := range [...]struct{ key, v string }{{"code", env.Code}, {"message", env.Message}, {"field", env.Field}, {"docUrl", env.DocURL}} {
 		if f.v != "" {
 			b = append(b, ',', '"')
 			b = append(b, f.key...)

@@ -26,6 +26,9 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
+// DocURL is where an error code is explained (docs/errors.md).
+func DocURL(code string) string { return "docs/errors.md#" + code }
+
 func errBad(code, field, msg string) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: code, field: field, message: msg}
 }
