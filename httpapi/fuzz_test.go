@@ -76,7 +76,7 @@ func FuzzMerchantRequest(f *testing.F) {
 		{`{"bankId":"ZAINCASH","processId":"fz-j","amount":25000}`, "", fuzzJSON},
 		{dep, "", fuzzNoAppKey},
 		{strings.Replace(dep, "Ali+Kareem", strings.Repeat("n", 300), 1), "", 0},
-		{dep + "&pad=" + strings.Repeat("x", 16<<10), "", 0}, // too large
+		{dep + "&lang=" + strings.Repeat("x", 16<<10), "", 0}, // too large
 		{strings.Replace(wd, "25000", "1000000", 1), "", fuzzWithdraw},
 	}
 	for _, sd := range seeds {

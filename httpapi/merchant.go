@@ -7,9 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -206,7 +209,7 @@ func decodeSign(s string) ([]byte, bool) {
 type form url.Values
 
 // parseForm parses the signed body as application/x-www-form-urlencoded.
-func parseForm(r *http.Request) (form, error) {
+func parseForm(r *http.Request, fields []string) (form, error) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/x-www-form-urlencoded" {
@@ -217,13 +220,46 @@ func parseForm(r *http.Request) (form, error) {
 	if err != nil {
 		return nil, errBad("invalid_request", "", "the body is not valid form encoding")
 	}
-	for k, vs := range v {
-		if len(vs) > 1 {
-			return nil, errBad("invalid_request", k, k+" is given more than once")
-		}
+	if err := checkParams(v, fields, "field"); err != nil {
+		return nil, err
 	}
 	return form(v), nil
 }
+
+// checkParams refuses a parameter the call does not know, naming it, and
+// one given twice: a field a merchant believes is taken (currency=IQD)
+// must not be dropped without a word.
+func checkParams(v url.Values, known []string, what string) error {
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		if !slices.Contains(known, k) {
+			list := "none"
+			if len(known) > 0 {
+				list = strings.Join(known, ", ")
+			}
+			return errBad("invalid_request", k, fmt.Sprintf("%s is not a %s of this call; its %ss are %s", k, what, what, list))
+		}
+		if len(v[k]) > 1 {
+			return errBad("invalid_request", k, k+" is given more than once")
+		}
+	}
+	return nil
+}
+
+// queryParams reads a GET's query, which may hold only the parameters
+// known.
+func queryParams(r *http.Request, known ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, errBad("invalid_request", "", "the query string is malformed")
+	}
+	return q, checkParams(q, known, "parameter")
+}
+
+// The fields of the creation calls (seed 4.1 and 4.2).
+var (
+	depositFields  = []string{"bankId", "processId", "amount", "userId", "userName", "name", "senderName", "lang"}
+	withdrawFields = []string{"bankId", "processId", "amount", "userId", "userName", "name", "accountName", "iban"}
+)
 
 func (f form) get(k string) string {
 	if vs := f[k]; len(vs) > 0 {
@@ -274,20 +310,20 @@ func (s *Server) request(ctx context.Context, f form) (aggregates.Request, error
 }
 
 func (s *Server) createDeposit(w http.ResponseWriter, r *http.Request) {
-	s.createTx(w, r, func(req aggregates.Request, f form) aggregates.Command {
+	s.createTx(w, r, depositFields, func(req aggregates.Request, f form) aggregates.Command {
 		return aggregates.RequestDeposit{Request: req, SenderName: f.get("senderName"), Lang: f.get("lang"), HostedToken: newToken()}
 	})
 }
 
 func (s *Server) createWithdrawal(w http.ResponseWriter, r *http.Request) {
-	s.createTx(w, r, func(req aggregates.Request, f form) aggregates.Command {
+	s.createTx(w, r, withdrawFields, func(req aggregates.Request, f form) aggregates.Command {
 		return aggregates.RequestWithdrawal{Request: req, AccountName: f.get("accountName"), IBAN: f.get("iban")}
 	})
 }
 
 // createTx parses a signed form into the command mk builds and runs it.
-func (s *Server) createTx(w http.ResponseWriter, r *http.Request, mk func(aggregates.Request, form) aggregates.Command) {
-	f, err := parseForm(r)
+func (s *Server) createTx(w http.ResponseWriter, r *http.Request, fields []string, mk func(aggregates.Request, form) aggregates.Command) {
+	f, err := parseForm(r, fields)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
@@ -356,9 +392,9 @@ type method struct {
 }
 
 func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := queryParams(r, "type", "lang")
 	if err != nil {
-		s.writeErr(w, r, errBad("invalid_request", "", "the query string is malformed"))
+		s.writeErr(w, r, err)
 		return
 	}
 	var kind aggregates.Kind
@@ -386,6 +422,10 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) txByID(w http.ResponseWriter, r *http.Request) {
 	ri := info(r)
+	if _, err := queryParams(r); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	id, err := txParam(r)
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -401,9 +441,9 @@ func (s *Server) txByID(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) txByProcessID(w http.ResponseWriter, r *http.Request) {
 	ri := info(r)
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := queryParams(r, "processId")
 	if err != nil {
-		s.writeErr(w, r, errBad("invalid_request", "", "the query string is malformed"))
+		s.writeErr(w, r, err)
 		return
 	}
 	pid := q.Get("processId")
@@ -420,6 +460,10 @@ func (s *Server) txByProcessID(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) balance(w http.ResponseWriter, r *http.Request) {
+	if _, err := queryParams(r); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	b, err := s.cfg.Reader.BalanceOf(r.Context(), info(r).siteID)
 	if err != nil {
 		s.writeErr(w, r, err)

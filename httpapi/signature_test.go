@@ -72,3 +72,39 @@ func TestSignature_mistakes(t *testing.T) {
 	s.unchanged(t, st, s.eventCount(t, st.ID), "sig-1")
 	requireOK(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "sig-1", "u1", 25000)))
 }
+
+// TestUnknownParams: a field or parameter the call does not take is
+// refused, naming it and the ones it does take; nothing is recorded.
+func TestUnknownParams(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 1_000_000)
+	before := s.eventCount(t, st.ID)
+	dep := depositForm("ZAINCASH", "up-1", "u1", 25000)
+	dep.Set("currency", "IQD")
+	r := s.post(st, pathDeposit, dep)
+	requireErr(t, r, 400, "invalid_request", "currency")
+	require.Contains(t, r.Message, "currency is not a field of this call; its fields are bankId, processId, amount, userId, userName, name, senderName, lang")
+	wd := withdrawForm("ZAINCASH", "up-2", "u1", 1000, "07712345678")
+	wd.Set("senderName", "someone") // a deposit's field
+	requireErr(t, s.post(st, pathWithdraw, wd), 400, "invalid_request", "senderName")
+	s.unchanged(t, st, before, "up-1")
+	s.unchanged(t, st, before, "up-2")
+
+	for _, c := range []struct{ path, query, field string }{
+		{"/v1/banks", "type=deposit&currency=IQD", "currency"},
+		{"/v1/transactions", "processId=up-1&site=x", "site"},
+		{"/v1/balance", "currency=IQD", "currency"},
+		{"/v1/transactions/" + st.ID + "-1", "verbose=1", "verbose"},
+		{"/v1/banks", "type=deposit&type=withdraw", "type"},
+	} {
+		r := s.get(st, c.path, c.query)
+		requireErr(t, r, 400, "invalid_request", c.field)
+	}
+	// What the calls take still works; lang keeps falling back to en.
+	dep.Del("currency")
+	dep.Set("lang", "fr")
+	require.Equal(t, "en", rec(t, s.post(st, pathDeposit, dep)).Lang)
+	requireOK(t, s.get(st, "/v1/banks", "type=deposit&lang=ar"))
+}
