@@ -109,6 +109,7 @@ func New(cfg Config) *Server {
 	if cfg.MetricsHandler != nil {
 		r.Method(http.MethodGet, "/metrics", cfg.MetricsHandler)
 	}
+	r.Get("/openapi.json", serveOpenAPI("merchant.json"))
 	r.Route("/v1", s.merchantRoutes)
 	r.Route("/ops/v1", s.opsRoutes)
 	r.Get("/pay/{txId}", s.hostedPage)

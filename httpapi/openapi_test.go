@@ -1,0 +1,256 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"context"
+	"io"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/stretchr/testify/require"
+)
+
+// spec is a loaded OpenAPI document and its router.
+type spec struct {
+	doc    *openapi3.T
+	router routers.Router
+	// seen counts, per operation, the statuses validated.
+	seen map[string]map[int]bool
+}
+
+// The HTML pages are text, checked as a string.
+func init() {
+	openapi3filter.RegisterBodyDecoder("text/html", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(r)
+		return string(b), err
+	})
+}
+
+// loadSpec loads an OpenAPI document as the server serves it, checks it
+// is a valid 3.1 document and equal to its copy under docs/openapi.
+func loadSpec(t *testing.T, base, path, docsCopy string) *spec {
+	t.Helper()
+	res, err := http.Get(base + path)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	require.Equal(t, "application/json; charset=utf-8", res.Header.Get("Content-Type"))
+	served, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	committed, err := os.ReadFile(docsCopy)
+	require.NoError(t, err)
+	require.Equal(t, string(committed), string(served), "%s differs from what the server serves at %s", docsCopy, path)
+
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(served)
+	require.NoError(t, err)
+	require.True(t, doc.IsOpenAPI31OrLater())
+	require.NoError(t, doc.Validate(context.Background()))
+	// The document's server is relative ("/"); the router matches full
+	// URLs, here the test server's.
+	doc.Servers = openapi3.Servers{{URL: base}}
+	router, err := legacy.NewRouter(doc)
+	require.NoError(t, err)
+	return &spec{doc: doc, router: router, seen: map[string]map[int]bool{}}
+}
+
+// check sends req and validates the request (when valid is set) and the
+// response against the document; it returns the response body.
+func (sp *spec) check(t *testing.T, req *http.Request, valid bool, wantStatus int) []byte {
+	t.Helper()
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		require.NoError(t, err)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	got, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, wantStatus, res.StatusCode, "%s %s: %s", req.Method, req.URL, got)
+
+	// The document describes the request as the server saw it.
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, err := sp.router.FindRoute(vreq)
+	require.NoError(t, err, "%s %s is not in the document", req.Method, req.URL.Path)
+	in := &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}}
+	if valid {
+		require.NoError(t, openapi3filter.ValidateRequest(context.Background(), in), "%s %s", req.Method, req.URL)
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode, Header: res.Header,
+		Body: io.NopCloser(bytes.NewReader(got)), Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	require.NoError(t, openapi3filter.ValidateResponse(context.Background(), out), "%s %s → %d %s", req.Method, req.URL, res.StatusCode, got)
+	op := route.Operation.OperationID
+	if sp.seen[op] == nil {
+		sp.seen[op] = map[int]bool{}
+	}
+	sp.seen[op][res.StatusCode] = true
+	return got
+}
+
+// covered requires that every status of every operation was validated,
+// but those listed as not reachable from outside.
+func (sp *spec) covered(t *testing.T, unreachable map[string]bool) {
+	t.Helper()
+	for path, item := range sp.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status := range op.Responses.Map() {
+				key := op.OperationID + " " + status
+				if unreachable[key] || unreachable["* "+status] {
+					continue
+				}
+				code := 0
+				for _, c := range status {
+					code = code*10 + int(c-'0')
+				}
+				require.True(t, sp.seen[op.OperationID][code], "%s %s (%s) answers %s, which no test request saw", method, path, op.OperationID, status)
+			}
+		}
+	}
+}
+
+// TestOpenAPI_merchant validates live answers of the merchant API, for
+// every operation and every status it documents, against
+// docs/openapi/merchant.json (served at /openapi.json).
+func TestOpenAPI_merchant(t *testing.T) {
+	e := newEnv(t)
+	proxy := netip.MustParsePrefix("127.0.0.1/32")
+	s := e.newStack(stackOptions{trusted: []netip.Prefix{proxy}})
+	s.seedBanks()
+	st := s.newSite(map[string]any{"hostedPage": true}, 50_000)
+	walled := s.newSite(map[string]any{"ipAllowlist": []string{"203.0.113.0/24"}}, 0)
+	limited := s.newSite(map[string]any{"rateLimit": 1}, 0)
+	sp := loadSpec(t, s.URL, "/openapi.json", "../docs/openapi/merchant.json")
+
+	signed := func(site site, method, path string, form url.Values, query string) *http.Request {
+		var req *http.Request
+		var err error
+		if method == http.MethodPost {
+			body := form.Encode()
+			req, err = http.NewRequest(method, s.URL+path, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("sign", sign(site.Secret, []byte(body)))
+		} else {
+			u := s.URL + path
+			if query != "" {
+				u += "?" + query
+			}
+			req, err = http.NewRequest(method, u, nil)
+			require.NoError(t, err)
+			req.Header.Set("sign", sign(site.Secret, []byte(query)))
+		}
+		req.Header.Set("appKey", site.AppKey)
+		return req
+	}
+	dep := func(pid, user string, amount int64) url.Values { return depositForm("ZAINCASH", pid, user, amount) }
+
+	// Deposits.
+	d := sp.check(t, signed(st, "POST", pathDeposit, dep("oa-1", "u1", 25000), ""), true, 200)
+	var created struct{ Data record }
+	require.NoError(t, json.Unmarshal(d, &created))
+	sp.check(t, signed(st, "POST", pathDeposit, dep("oa-1", "u1", 25000), ""), true, 200)                  // a repeat
+	sp.check(t, signed(st, "POST", pathDeposit, with(dep("oa-2", "u1", 25000), "name", nil), ""), false, 400) // missing name
+	sp.check(t, signed(st, "POST", pathDeposit, dep("oa-3", "u3", 5), ""), true, 400)                         // out of range
+	sp.check(t, signed(st, "POST", pathDeposit, depositForm("NOPE", "oa-4", "u4", 5000), ""), true, 400)      // unknown bank
+	sp.check(t, signed(st, "POST", pathDeposit, dep("oa-1", "u1", 30000), ""), true, 409)                     // processId reused
+
+	// Withdrawals.
+	wd := func(pid string, amount int64, iban string) url.Values { return withdrawForm("ZAINCASH", pid, "w1", amount, iban) }
+	w := sp.check(t, signed(st, "POST", pathWithdraw, wd("ow-1", 10000, "07712345678"), ""), true, 200)
+	var withdrawal struct{ Data record }
+	require.NoError(t, json.Unmarshal(w, &withdrawal))
+	sp.check(t, signed(st, "POST", pathWithdraw, wd("ow-2", 10000, "12"), ""), true, 400)
+	sp.check(t, signed(st, "POST", pathWithdraw, wd("ow-3", 900000, "07712345678"), ""), true, 402)
+	sp.check(t, signed(st, "POST", pathWithdraw, wd("ow-1", 20000, "07712345678"), ""), true, 409)
+
+	// Reads.
+	sp.check(t, signed(st, "GET", "/v1/banks", nil, "type=deposit&lang=ar"), true, 200)
+	sp.check(t, signed(st, "GET", "/v1/banks", nil, "type=sideways"), false, 400)
+	sp.check(t, signed(st, "GET", "/v1/transactions", nil, "processId=oa-1"), true, 200)
+	sp.check(t, signed(st, "GET", "/v1/transactions", nil, "processId=nope"), true, 404)
+	sp.check(t, signed(st, "GET", "/v1/transactions", nil, "processId=oa-1&x=1"), false, 400)
+	sp.check(t, signed(st, "GET", "/v1/transactions/"+created.Data.TransactionID, nil, ""), true, 200)
+	sp.check(t, signed(st, "GET", "/v1/transactions/"+withdrawal.Data.TransactionID, nil, ""), true, 200)
+	sp.check(t, signed(st, "GET", "/v1/transactions/"+st.ID+"-999", nil, ""), true, 404)
+	sp.check(t, signed(st, "GET", "/v1/transactions/"+st.ID+"-1", nil, "x=1"), false, 400)
+	sp.check(t, signed(st, "GET", "/v1/balance", nil, ""), true, 200)
+	sp.check(t, signed(st, "GET", "/v1/balance", nil, "x=1"), false, 400)
+
+	// What every merchant call may answer before its own checks: no or an
+	// unknown appKey, a wrong signature, a caller outside the allowlist,
+	// a body over 16 KiB, the site's rate limit.
+	calls := []struct {
+		method, path, query string
+		form                url.Values
+	}{
+		{"POST", pathDeposit, "", dep("oa-9", "u9", 5000)},
+		{"POST", pathWithdraw, "", wd("ow-9", 1000, "07712345678")},
+		{"GET", "/v1/banks", "type=deposit", nil},
+		{"GET", "/v1/transactions", "processId=oa-1", nil},
+		{"GET", "/v1/transactions/" + created.Data.TransactionID, "", nil},
+		{"GET", "/v1/balance", "", nil},
+	}
+	for _, c := range calls {
+		req := signed(st, c.method, c.path, c.form, c.query)
+		req.Header.Del("appKey")
+		sp.check(t, req, false, 401)
+		req = signed(st, c.method, c.path, c.form, c.query)
+		req.Header.Set("sign", sign("wrong", []byte("x")))
+		sp.check(t, req, false, 401)
+		req = signed(walled, c.method, c.path, c.form, c.query)
+		req.Header.Set("X-Forwarded-For", "198.51.100.7")
+		sp.check(t, req, c.method == "GET", 403)
+		req = signed(st, c.method, c.path, c.form, c.query)
+		req.Body = io.NopCloser(strings.NewReader(strings.Repeat("x", 16<<10+1)))
+		req.ContentLength = 16<<10 + 1
+		sp.check(t, req, false, 413)
+		// rateLimit 1 is a burst of 2: the third in the second is refused.
+		for i := range 3 {
+			req = signed(limited, c.method, c.path, c.form, c.query)
+			if i < 2 {
+				res, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				res.Body.Close()
+				continue
+			}
+			sp.check(t, req, false, 429)
+		}
+	}
+
+	// The hosted page and its status.
+	page := *created.Data.URL
+	get := func(u string) *http.Request {
+		req, err := http.NewRequest("GET", u, nil)
+		require.NoError(t, err)
+		return req
+	}
+	sp.check(t, get(page), true, 200)
+	sp.check(t, get(strings.Replace(page, "?t=", "?t=x", 1)), true, 404)
+	sp.check(t, get(strings.Replace(page, "?t=", "/status?t=", 1)), true, 200)
+	sp.check(t, get(strings.Replace(page, "?t=", "/status?t=x", 1)), true, 404)
+	sp.check(t, get(s.URL+"/openapi.json"), true, 200)
+
+	sp.covered(t, map[string]bool{
+		// A fault of the gateway, an outage and an unknown outcome cannot
+		// be caused from outside; their answers are the same Error.
+		"* 500": true, "* 503": true, "* 504": true,
+		// The hosted page's rate limit is per client address, 20 a
+		// second: TestHostedPage_rateLimited covers it.
+		"hostedPage 429": true, "hostedStatus 429": true,
+	})
+}
