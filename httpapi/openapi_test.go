@@ -2,8 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/netip"
@@ -163,14 +163,16 @@ func TestOpenAPI_merchant(t *testing.T) {
 	d := sp.check(t, signed(st, "POST", pathDeposit, dep("oa-1", "u1", 25000), ""), true, 200)
 	var created struct{ Data record }
 	require.NoError(t, json.Unmarshal(d, &created))
-	sp.check(t, signed(st, "POST", pathDeposit, dep("oa-1", "u1", 25000), ""), true, 200)                  // a repeat
+	sp.check(t, signed(st, "POST", pathDeposit, dep("oa-1", "u1", 25000), ""), true, 200)                     // a repeat
 	sp.check(t, signed(st, "POST", pathDeposit, with(dep("oa-2", "u1", 25000), "name", nil), ""), false, 400) // missing name
 	sp.check(t, signed(st, "POST", pathDeposit, dep("oa-3", "u3", 5), ""), true, 400)                         // out of range
 	sp.check(t, signed(st, "POST", pathDeposit, depositForm("NOPE", "oa-4", "u4", 5000), ""), true, 400)      // unknown bank
 	sp.check(t, signed(st, "POST", pathDeposit, dep("oa-1", "u1", 30000), ""), true, 409)                     // processId reused
 
 	// Withdrawals.
-	wd := func(pid string, amount int64, iban string) url.Values { return withdrawForm("ZAINCASH", pid, "w1", amount, iban) }
+	wd := func(pid string, amount int64, iban string) url.Values {
+		return withdrawForm("ZAINCASH", pid, "w1", amount, iban)
+	}
 	w := sp.check(t, signed(st, "POST", pathWithdraw, wd("ow-1", 10000, "07712345678"), ""), true, 200)
 	var withdrawal struct{ Data record }
 	require.NoError(t, json.Unmarshal(w, &withdrawal))
