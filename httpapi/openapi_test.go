@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/stretchr/testify/require"
+
+	"gateway/internal/testkit"
 )
 
 // spec is a loaded OpenAPI document and its router.
@@ -255,4 +258,197 @@ func TestOpenAPI_merchant(t *testing.T) {
 		// second: TestHostedPage_rateLimited covers it.
 		"hostedPage 429": true, "hostedStatus 429": true,
 	})
+}
+
+// TestOpenAPI_ops validates live answers of the operator API, for every
+// operation and every status it documents, against
+// docs/openapi/ops.json (served at /ops/openapi.json).
+func TestOpenAPI_ops(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
+	s.seedBanks()
+	rcv := newReceiver(t, 200)
+	st := s.callbackSite(t, rcv.url())
+	requireOK(t, s.ops("POST", "/ops/v1/sites/"+st.ID+"/adjustments", map[string]any{"amount": 1_000_000, "reason": "opening"}))
+	bare := s.callbackSite(t, "")
+	auditor := s.newOperator(t, "Aya Auditor", "auditor").Token
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+	sp := loadSpec(t, s.URL, "/ops/openapi.json", "../docs/openapi/ops.json")
+
+	d1 := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "oo-1", "u1", 25000)))
+	d2 := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "oo-2", "u2", 30000)))
+	w1 := rec(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "ow-1", "w1", 10000, "07712345678")))
+	w2 := rec(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "ow-2", "w2", 10000, "07712345678")))
+	approvedTx := s.approvedDeposit(t, st)
+	approvedEvent := rcv.waitCalls(t, approvedTx, 1)[0].ID
+	bareEvent := s.eventID(t, bare.ID, "deposit.approved.v1", s.approvedDeposit(t, bare))
+
+	req := func(token, method, path, body, ct string, hdr ...string) *http.Request {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		r, err := http.NewRequest(method, s.URL+path, rd)
+		require.NoError(t, err)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		return r
+	}
+	const js = "application/json"
+	admin := adminToken
+	check := func(token, method, path, body string, status int, hdr ...string) []byte {
+		t.Helper()
+		ct := ""
+		if body != "" {
+			ct = js
+		}
+		return sp.check(t, req(token, method, path, body, ct, hdr...), status == 200, status)
+	}
+	newBank := check(admin, "POST", "/ops/v1/banks", `{"code":"OAPI","name":{"en":"O","ar":"O","ku":"O"},"identifierKind":"PHONE","minAmount":1000,"maxAmount":100000,"deposit":true,"withdraw":true,"accounts":[{"accountName":"A","accountNumber":"07801234567"}]}`, 200)
+	var bank struct {
+		Data struct {
+			ID string `json:"_id"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(newBank, &bank))
+	opBody := check(admin, "POST", "/ops/v1/operators", `{"name":"Zed","role":"auditor"}`, 200)
+	var zed struct{ Data struct{ ID string } }
+	require.NoError(t, json.Unmarshal(opBody, &zed))
+
+	// The 200s and the refusals of each call's own.
+	ok := []struct {
+		method, path, body string
+		status             int
+		hdr                []string
+	}{
+		{"GET", "/ops/v1/sites", "", 200, nil},
+		{"POST", "/ops/v1/sites", `{"name":"New Shop","returnUrl":"https://shop.example/"}`, 200, []string{"Idempotency-Key", "k1"}},
+		{"POST", "/ops/v1/sites", `{"name":"Other Shop"}`, 409, []string{"Idempotency-Key", "k1"}},
+		{"POST", "/ops/v1/sites", `{}`, 400, nil},
+		{"GET", "/ops/v1/sites/" + st.ID, "", 200, nil},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":0,"supportContact":"help"}`, 200, nil},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":-1}`, 400, nil},
+		{"POST", "/ops/v1/sites/" + bare.ID + "/secret", `{"overlapSeconds":60}`, 200, nil},
+		{"POST", "/ops/v1/sites/" + bare.ID + "/secret", `{"overlapSeconds":-1}`, 400, nil},
+		{"POST", "/ops/v1/sites/" + bare.ID + "/webhook-secret", `{}`, 200, nil},
+		{"POST", "/ops/v1/sites/" + bare.ID + "/webhook-secret", `{"overlapSeconds":-1}`, 400, nil},
+		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":1000,"reason":"top-up"}`, 200, []string{"Idempotency-Key", "k2"}},
+		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":2000,"reason":"top-up"}`, 409, []string{"Idempotency-Key", "k2"}},
+		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":0,"reason":"x"}`, 400, nil},
+		{"GET", "/ops/v1/sites/" + st.ID + "/events?limit=5", "", 200, nil},
+		{"GET", "/ops/v1/sites/" + st.ID + "/events?cursor=abc", "", 400, nil},
+		{"GET", "/ops/v1/banks", "", 200, nil},
+		{"POST", "/ops/v1/banks", `{"code":"OAPI","name":{"en":"O","ar":"O","ku":"O"},"identifierKind":"PHONE","minAmount":1000,"maxAmount":100000,"deposit":true,"withdraw":true}`, 409, nil},
+		{"POST", "/ops/v1/banks", `{"code":"BAD"}`, 400, nil},
+		{"PATCH", "/ops/v1/banks/" + bank.Data.ID, `{"enabled":true,"maxAmount":200000}`, 200, nil},
+		{"PATCH", "/ops/v1/banks/" + bank.Data.ID, `{"minAmount":-5}`, 400, nil},
+		{"GET", "/ops/v1/transactions?type=deposit&status=pending&limit=2", "", 200, nil},
+		{"GET", "/ops/v1/transactions?bogus=1", "", 400, nil},
+		{"GET", "/ops/v1/transactions/" + d1.TransactionID, "", 200, nil},
+		{"GET", "/ops/v1/transactions/" + w1.TransactionID, "", 200, nil},
+		{"POST", "/ops/v1/matches", `{"text":"25000,Ali Kareem"}`, 200, nil},
+		{"POST", "/ops/v1/matches", `{"text":"12x,Ali"}`, 400, nil},
+		{"POST", "/ops/v1/deposits/" + d2.TransactionID + "/approve", `{"amount":29000}`, 200, nil},
+		{"POST", "/ops/v1/deposits/" + d2.TransactionID + "/approve", `{}`, 409, nil},
+		{"POST", "/ops/v1/deposits/" + d1.TransactionID + "/approve", `{"amount":0}`, 400, nil},
+		{"POST", "/ops/v1/deposits/" + d1.TransactionID + "/reject", `{"reason":"no transfer"}`, 200, nil},
+		{"POST", "/ops/v1/deposits/" + d1.TransactionID + "/reject", `{"reason":"again"}`, 409, nil},
+		{"POST", "/ops/v1/deposits/" + d1.TransactionID + "/reject", `{"bogus":1}`, 400, nil},
+		{"POST", "/ops/v1/withdrawals/" + w1.TransactionID + "/process", "", 200, nil},
+		{"POST", "/ops/v1/withdrawals/" + w1.TransactionID + "/process", "", 409, nil},
+		{"POST", "/ops/v1/withdrawals/" + w1.TransactionID + "/process", `{"bogus":1}`, 400, nil},
+		{"POST", "/ops/v1/withdrawals/" + w1.TransactionID + "/pay", `{"reference":"ZC-1"}`, 200, nil},
+		{"POST", "/ops/v1/withdrawals/" + w1.TransactionID + "/pay", `{}`, 409, nil},
+		{"POST", "/ops/v1/withdrawals/" + w1.TransactionID + "/pay", `{"bogus":1}`, 400, nil},
+		{"POST", "/ops/v1/withdrawals/" + w2.TransactionID + "/reject", `{"reason":"closed"}`, 200, nil},
+		{"POST", "/ops/v1/withdrawals/" + w2.TransactionID + "/reject", `{"reason":"again"}`, 409, nil},
+		{"POST", "/ops/v1/withdrawals/" + w2.TransactionID + "/reject", `{"bogus":1}`, 400, nil},
+		{"GET", "/ops/v1/operators", "", 200, nil},
+		{"POST", "/ops/v1/operators", `{"name":"Zed","role":"auditor"}`, 409, nil},
+		{"POST", "/ops/v1/operators", `{"name":"","role":"auditor"}`, 400, nil},
+		{"DELETE", "/ops/v1/operators/" + zed.Data.ID, "", 200, nil},
+		{"DELETE", "/ops/v1/operators/" + zed.Data.ID, "", 409, nil},
+		{"GET", "/ops/v1/callbacks?limit=5", "", 200, nil},
+		{"GET", "/ops/v1/callbacks?status=sideways", "", 400, nil},
+		{"POST", "/ops/v1/callbacks/" + approvedEvent + "/resend", "", 200, nil},
+		{"POST", "/ops/v1/callbacks/" + bareEvent + "/resend", "", 409, nil},
+	}
+	for _, c := range ok {
+		check(admin, c.method, c.path, c.body, c.status, c.hdr...)
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/ops/openapi.json"} {
+		sp.check(t, req("", "GET", p, "", ""), true, 200)
+	}
+
+	// What any call may answer: no token (401), a role too low (403), an
+	// id of nothing (404), a body over the limit (413).
+	big := `{"reason":"` + strings.Repeat("x", 16<<10) + `"}`
+	for path, item := range sp.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Security != nil && len(*op.Security) == 0 {
+				continue // no token needed
+			}
+			concrete := strings.NewReplacer("{id}", concreteID(path, st.ID, d2.TransactionID, bank.Data.ID, zed.Data.ID),
+				"{eventId}", approvedEvent).Replace(path)
+			body := ""
+			if op.RequestBody != nil {
+				body = cmp.Or(validBodies[op.OperationID], "{}")
+			}
+			if op.Responses.Value("401") != nil {
+				check("", method, concrete, body, 401)
+			}
+			if op.Responses.Value("403") != nil {
+				check(auditor, method, concrete, body, 403)
+			}
+			if op.Responses.Value("404") != nil {
+				missing := strings.NewReplacer("{id}", concreteID(path, "snope", "snope-999", "0123456789abcdef01234567", "op_nope"),
+					"{eventId}", "999999-0").Replace(path)
+				if !strings.Contains(path, "{") {
+					missing += "?site=%21" // not a site id
+				}
+				check(admin, method, missing, body, 404)
+			}
+			if op.Responses.Value("413") != nil {
+				payload := big
+				if strings.HasSuffix(path, "/matches") {
+					payload = `{"text":"` + strings.Repeat("x", 512<<10) + `"}`
+				}
+				check(admin, method, concrete, payload, 413)
+			}
+		}
+	}
+	sp.covered(t, map[string]bool{"* 500": true, "* 503": true, "* 504": true})
+}
+
+// validBodies are bodies each call takes, so that what is checked is the
+// refusal at hand and not the body's.
+var validBodies = map[string]string{
+	"createSite":       `{"name":"Shop"}`,
+	"adjustTreasury":   `{"amount":1,"reason":"x"}`,
+	"createBank":       `{"code":"OTHER","name":{"en":"O","ar":"O","ku":"O"},"identifierKind":"PHONE","minAmount":1000,"maxAmount":100000,"deposit":true}`,
+	"matchTransfers":   `{"text":"1000,Ali"}`,
+	"rejectDeposit":    `{"reason":"x"}`,
+	"rejectWithdrawal": `{"reason":"x"}`,
+	"createOperator":   `{"name":"Quinn","role":"auditor"}`,
+}
+
+// concreteID is the id a path's {id} stands for: a site's, a
+// transaction's, a method's or an operator's.
+func concreteID(path, site, tx, bank, operator string) string {
+	switch {
+	case strings.HasPrefix(path, "/ops/v1/sites/"):
+		return site
+	case strings.HasPrefix(path, "/ops/v1/banks/"):
+		return bank
+	case strings.HasPrefix(path, "/ops/v1/operators/"):
+		return operator
+	}
+	return tx
 }

@@ -111,6 +111,7 @@ func New(cfg Config) *Server {
 	}
 	r.Get("/openapi.json", serveOpenAPI("merchant.json"))
 	r.Route("/v1", s.merchantRoutes)
+	r.Get("/ops/openapi.json", serveOpenAPI("ops.json"))
 	r.Route("/ops/v1", s.opsRoutes)
 	r.Get("/pay/{txId}", s.hostedPage)
 	r.Get("/pay/{txId}/status", s.hostedStatus)
