@@ -1,0 +1,329 @@
+// Package client is the Go client of the gateway's merchant API
+// (docs/merchant-api.md): it signs every call with the site's secret,
+// sends typed requests, returns typed records, checks each record's
+// response hash, turns error answers into *Error values, and repeats a
+// creation safely (with the same processId) when the network or the
+// gateway fails. It also verifies and decodes the gateway's callbacks
+// (webhook.go).
+//
+//	c := client.New("https://pay.example", appKey, secret)
+//	d, err := c.CreateDeposit(ctx, client.DepositRequest{BankID: "ZAINCASH", ProcessID: "order-1001",
+//		Amount: 25000, UserID: "u-42", UserName: "ali_k", Name: "Ali Kareem"})
+package client
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client calls one site's merchant API. It is safe for concurrent use.
+type Client struct {
+	base   string
+	appKey string
+	secret string
+	hc     *http.Client
+	// attempts bounds the tries of one creation; backoff is the first
+	// pause between them, doubled each time.
+	attempts int
+	backoff  time.Duration
+}
+
+// Option changes a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends the calls through hc (http.DefaultClient otherwise).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithRetries sets how many times a creation is tried in all (4 by
+// default) and the first pause between tries (250 ms, doubled each time;
+// a Retry-After answer's own wait is taken when longer).
+func WithRetries(attempts int, backoff time.Duration) Option {
+	return func(c *Client) { c.attempts, c.backoff = max(attempts, 1), backoff }
+}
+
+// New returns a client of the gateway at baseURL for the site with appKey
+// and secret.
+func New(baseURL, appKey, secret string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), appKey: appKey, secret: secret, hc: http.DefaultClient,
+		attempts: 4, backoff: 250 * time.Millisecond}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Sign returns the sign header for the bytes signed: the exact body of a
+// POST, or the exact query of a GET (the bytes after ?).
+func Sign(secret string, signed []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(signed)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// DepositRequest is a deposit to create (seed 4.1).
+type DepositRequest struct {
+	BankID, ProcessID      string
+	Amount                 int64
+	UserID, UserName, Name string
+	SenderName, Lang       string // optional
+}
+
+// WithdrawalRequest is a withdrawal to create (seed 4.2).
+type WithdrawalRequest struct {
+	BankID, ProcessID      string
+	Amount                 int64
+	UserID, UserName, Name string
+	AccountName, IBAN      string
+}
+
+func (r DepositRequest) form() url.Values {
+	f := url.Values{"bankId": {r.BankID}, "processId": {r.ProcessID}, "amount": {strconv.FormatInt(r.Amount, 10)},
+		"userId": {r.UserID}, "userName": {r.UserName}, "name": {r.Name}}
+	if r.SenderName != "" {
+		f.Set("senderName", r.SenderName)
+	}
+	if r.Lang != "" {
+		f.Set("lang", r.Lang)
+	}
+	return f
+}
+
+func (r WithdrawalRequest) form() url.Values {
+	return url.Values{"bankId": {r.BankID}, "processId": {r.ProcessID}, "amount": {strconv.FormatInt(r.Amount, 10)},
+		"userId": {r.UserID}, "userName": {r.UserName}, "name": {r.Name}, "accountName": {r.AccountName}, "iban": {r.IBAN}}
+}
+
+// CreateDeposit creates a deposit, or returns the one already created with
+// its processId, or the end user's pending one (AlreadyPending). On a
+// network error, a 503 or an unknown outcome it tries again with the same
+// processId, which the gateway never records twice.
+func (c *Client) CreateDeposit(ctx context.Context, r DepositRequest) (*Transaction, error) {
+	return c.create(ctx, "/v1/transactions/deposit", r.form())
+}
+
+// CreateWithdrawal creates a withdrawal (reserving it from the treasury),
+// or returns the one already created with its processId; it retries as
+// CreateDeposit does.
+func (c *Client) CreateWithdrawal(ctx context.Context, r WithdrawalRequest) (*Transaction, error) {
+	return c.create(ctx, "/v1/transactions/withdraw", r.form())
+}
+
+func (c *Client) create(ctx context.Context, path string, form url.Values) (*Transaction, error) {
+	body := form.Encode()
+	pause := c.backoff
+	for attempt := 1; ; attempt++ {
+		var tx Transaction
+		err := c.call(ctx, http.MethodPost, path, body, &tx)
+		if err == nil {
+			return &tx, c.checkHash(&tx)
+		}
+		wait, again := retryable(err)
+		if !again || attempt >= c.attempts {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(max(pause, wait)):
+		}
+		pause *= 2
+	}
+}
+
+// retryable reports whether a creation may be sent again: it failed on
+// the way (the network), or the gateway recorded nothing (503, 429) or
+// does not know whether it did (504); wait is the answer's Retry-After.
+func retryable(err error) (time.Duration, bool) {
+	var e *Error
+	if !errors.As(err, &e) {
+		var ne *NetworkError
+		return 0, errors.As(err, &ne)
+	}
+	switch e.Status {
+	case http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+		return e.RetryAfter, true
+	}
+	return 0, false
+}
+
+// Transaction returns a transaction by its id.
+func (c *Client) Transaction(ctx context.Context, id string) (*Transaction, error) {
+	var tx Transaction
+	if err := c.call(ctx, http.MethodGet, "/v1/transactions/"+url.PathEscape(id), "", &tx); err != nil {
+		return nil, err
+	}
+	return &tx, c.checkHash(&tx)
+}
+
+// TransactionByProcessID returns a transaction by the merchant's processId.
+func (c *Client) TransactionByProcessID(ctx context.Context, processID string) (*Transaction, error) {
+	var tx Transaction
+	q := url.Values{"processId": {processID}}.Encode()
+	if err := c.call(ctx, http.MethodGet, "/v1/transactions?"+q, "", &tx); err != nil {
+		return nil, err
+	}
+	return &tx, c.checkHash(&tx)
+}
+
+// Balance returns the site's treasury.
+func (c *Client) Balance(ctx context.Context) (*Balance, error) {
+	var b Balance
+	if err := c.call(ctx, http.MethodGet, "/v1/balance", "", &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// Banks returns the enabled methods: for deposits or withdrawals when kind
+// is "deposit" or "withdraw" (all when ""), named in lang (en, ar, ku).
+func (c *Client) Banks(ctx context.Context, kind, lang string) ([]Method, error) {
+	q := url.Values{}
+	if kind != "" {
+		q.Set("type", kind)
+	}
+	if lang != "" {
+		q.Set("lang", lang)
+	}
+	path := "/v1/banks"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out []Method
+	if err := c.call(ctx, http.MethodGet, path, "", &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ErrBadHash is returned, with the record, when a record's hash is not the
+// HMAC of its transactionId, bankId and amount under the site's secret:
+// the answer did not come from the gateway holding that secret, or was
+// changed on the way.
+var ErrBadHash = errors.New("the record's hash does not match")
+
+func (c *Client) checkHash(tx *Transaction) error {
+	if !VerifyHash(c.secret, tx.TransactionID, tx.BankID, tx.Amount, tx.Hash) {
+		return fmt.Errorf("transaction %s: %w", tx.TransactionID, ErrBadHash)
+	}
+	return nil
+}
+
+// VerifyHash checks a record's response hash: base64(HMAC-SHA256(secret,
+// transactionId + bankId + amount)) (docs/merchant-api.md "Response hash").
+func VerifyHash(secret, txID, bankID string, amount int64, hash string) bool {
+	want := Sign(secret, []byte(txID+bankID+strconv.FormatInt(amount, 10)))
+	return hmac.Equal([]byte(want), []byte(hash))
+}
+
+// call sends one signed request and decodes the answer's data into out.
+func (c *Client) call(ctx context.Context, method, pathQuery, body string, out any) error {
+	var rd io.Reader
+	signed := body
+	if method == http.MethodGet {
+		_, signed, _ = strings.Cut(pathQuery, "?")
+	} else {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+pathQuery, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, pathQuery, err)
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("appKey", c.appKey)
+	req.Header.Set("sign", Sign(c.secret, []byte(signed)))
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return &NetworkError{Op: method + " " + pathQuery, Err: err}
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
+	if err != nil {
+		return &NetworkError{Op: method + " " + pathQuery, Err: err}
+	}
+	var env struct {
+		Data      json.RawMessage `json:"data"`
+		Code      string          `json:"code"`
+		Message   string          `json:"message"`
+		Field     string          `json:"field"`
+		DocURL    string          `json:"docUrl"`
+		RequestID string          `json:"requestId"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return &Error{Status: res.StatusCode, Code: "unreadable_answer", Message: fmt.Sprintf("%s %s: the answer is not the gateway's JSON: %v", method, pathQuery, err)}
+	}
+	if res.StatusCode != http.StatusOK {
+		e := &Error{Status: res.StatusCode, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL, RequestID: env.RequestID}
+		if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
+			e.RetryAfter = time.Duration(s) * time.Second
+		}
+		return e
+	}
+	if err := json.Unmarshal(env.Data, out); err != nil {
+		return fmt.Errorf("%s %s: decode the answer: %w", method, pathQuery, err)
+	}
+	return nil
+}
+
+// Error is the gateway's refusal: the HTTP status, the error code
+// (docs/errors.md), the message, the field to blame and the request's id.
+type Error struct {
+	Status    int
+	Code      string
+	Message   string
+	Field     string
+	DocURL    string
+	RequestID string
+	// RetryAfter is the answer's Retry-After (429, 503).
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("gateway: %d %s: %s", e.Status, e.Code, e.Message)
+	if e.Field != "" {
+		s += " (field " + e.Field + ")"
+	}
+	if e.RequestID != "" {
+		s += " [requestId " + e.RequestID + "]"
+	}
+	return s
+}
+
+// Is matches an *Error by its code: errors.Is(err, &client.Error{Code:
+// "unknown_bank"}).
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code != "" && t.Code == e.Code
+}
+
+// Code returns the error code of err when it is the gateway's refusal,
+// and "" otherwise.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// NetworkError is a call that got no answer: whether the gateway received
+// it is not known (a creation is then safe to repeat).
+type NetworkError struct {
+	Op  string
+	Err error
+}
+
+func (e *NetworkError) Error() string { return "gateway: " + e.Op + ": " + e.Err.Error() }
+func (e *NetworkError) Unwrap() error { return e.Err }
