@@ -1,0 +1,229 @@
+// Command merchant is the merchant API from a terminal, built on the Go
+// client (gateway/client): create deposits and withdrawals, look them up,
+// read the treasury and the methods, and compute a signature while
+// debugging an integration.
+//
+//	merchant [-url URL] [-app-key KEY] [-secret SECRET] <command> [flags]
+//
+// The URL, appKey and secret come from the flags or from GATEWAY_URL,
+// GATEWAY_APP_KEY and GATEWAY_SECRET.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"gateway/client"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+const usage = `usage: merchant [-url URL] [-app-key KEY] [-secret SECRET] <command> [flags]
+
+commands:
+  deposit    create a deposit (-bank -process-id -amount -user-id -user-name -name [-sender-name] [-lang])
+  withdraw   create a withdrawal (-bank -process-id -amount -user-id -user-name -name -account-name -iban)
+  status     a transaction: status <transactionId>, or status -process-id ID
+  balance    the site's treasury
+  banks      the enabled methods ([-type deposit|withdraw] [-lang en|ar|ku])
+  sign       the sign header of a body or query: sign 'amount=25000&…' (or - for standard input)
+
+The URL, appKey and secret are read from GATEWAY_URL, GATEWAY_APP_KEY and GATEWAY_SECRET
+when the flags are not given. Records are printed as JSON; a refusal prints its code,
+message, field and requestId on standard error and exits with 1.
+`
+
+// run is the command; it returns the exit code: 0, 1 for a failed call,
+// 2 for a usage error.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("merchant", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	base := fs.String("url", getenv("GATEWAY_URL"), "the gateway's base URL [GATEWAY_URL]")
+	appKey := fs.String("app-key", getenv("GATEWAY_APP_KEY"), "the site's appKey [GATEWAY_APP_KEY]")
+	secret := fs.String("secret", getenv("GATEWAY_SECRET"), "the site's secret [GATEWAY_SECRET]")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	if cmd == "sign" {
+		return sign(rest, *secret, stdin, stdout, stderr)
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"-url (GATEWAY_URL)", *base}, {"-app-key (GATEWAY_APP_KEY)", *appKey}, {"-secret (GATEWAY_SECRET)", *secret}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stderr, "merchant: %s missing\n", strings.Join(missing, ", "))
+		return 2
+	}
+	c := client.New(*base, *appKey, *secret)
+	var out any
+	var err error
+	switch cmd {
+	case "deposit":
+		var r client.DepositRequest
+		sub := newSub("deposit", stderr)
+		sub.StringVar(&r.BankID, "bank", "", "the method's code or _id")
+		sub.StringVar(&r.ProcessID, "process-id", "", "your unique id of the transaction")
+		sub.Int64Var(&r.Amount, "amount", 0, "whole IQD")
+		sub.StringVar(&r.UserID, "user-id", "", "the end user's id")
+		sub.StringVar(&r.UserName, "user-name", "", "the end user's username")
+		sub.StringVar(&r.Name, "name", "", "the end user's full name")
+		sub.StringVar(&r.SenderName, "sender-name", "", "the name on the paying wallet, if different")
+		sub.StringVar(&r.Lang, "lang", "", "en, ar or ku")
+		if code := sub.parse(rest, "bank", "process-id", "amount", "user-id", "user-name", "name"); code != 0 {
+			return code
+		}
+		out, err = c.CreateDeposit(ctx, r)
+	case "withdraw":
+		var r client.WithdrawalRequest
+		sub := newSub("withdraw", stderr)
+		sub.StringVar(&r.BankID, "bank", "", "the method's code or _id")
+		sub.StringVar(&r.ProcessID, "process-id", "", "your unique id of the transaction")
+		sub.Int64Var(&r.Amount, "amount", 0, "whole IQD")
+		sub.StringVar(&r.UserID, "user-id", "", "the end user's id")
+		sub.StringVar(&r.UserName, "user-name", "", "the end user's username")
+		sub.StringVar(&r.Name, "name", "", "the end user's full name")
+		sub.StringVar(&r.AccountName, "account-name", "", "the recipient name at the wallet")
+		sub.StringVar(&r.IBAN, "iban", "", "the recipient's wallet, card or account number")
+		if code := sub.parse(rest, "bank", "process-id", "amount", "user-id", "user-name", "name", "account-name", "iban"); code != 0 {
+			return code
+		}
+		out, err = c.CreateWithdrawal(ctx, r)
+	case "status":
+		sub := newSub("status", stderr)
+		pid := sub.String("process-id", "", "look the transaction up by your processId")
+		if code := sub.parse(rest); code != 0 {
+			return code
+		}
+		switch {
+		case *pid != "" && sub.NArg() == 0:
+			out, err = c.TransactionByProcessID(ctx, *pid)
+		case *pid == "" && sub.NArg() == 1:
+			out, err = c.Transaction(ctx, sub.Arg(0))
+		default:
+			fmt.Fprintln(stderr, "merchant status: give a transactionId, or -process-id")
+			return 2
+		}
+	case "balance":
+		if code := newSub("balance", stderr).parse(rest); code != 0 {
+			return code
+		}
+		out, err = c.Balance(ctx)
+	case "banks":
+		sub := newSub("banks", stderr)
+		kind := sub.String("type", "", "deposit or withdraw")
+		lang := sub.String("lang", "", "en, ar or ku")
+		if code := sub.parse(rest); code != 0 {
+			return code
+		}
+		out, err = c.Banks(ctx, *kind, *lang)
+	default:
+		fmt.Fprintf(stderr, "merchant: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		return failed(stderr, err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintln(stderr, "merchant:", err)
+		return 1
+	}
+	return 0
+}
+
+// failed prints a call's failure: a refusal with its code, message, field
+// and requestId.
+func failed(stderr io.Writer, err error) int {
+	var e *client.Error
+	if errors.As(err, &e) {
+		fmt.Fprintf(stderr, "error: %d %s: %s\n", e.Status, e.Code, e.Message)
+		if e.Field != "" {
+			fmt.Fprintf(stderr, "  field:     %s\n", e.Field)
+		}
+		if e.DocURL != "" {
+			fmt.Fprintf(stderr, "  see:       %s\n", e.DocURL)
+		}
+		if e.RequestID != "" {
+			fmt.Fprintf(stderr, "  requestId: %s\n", e.RequestID)
+		}
+		return 1
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return 1
+}
+
+// sign prints the sign header of its argument (or of standard input for
+// "-"), exactly as given: no newline is added or removed.
+func sign(args []string, secret string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if secret == "" {
+		fmt.Fprintln(stderr, "merchant sign: -secret (GATEWAY_SECRET) missing")
+		return 2
+	}
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "merchant sign: give the body of a POST or the query of a GET (the bytes after ?), or - to read them")
+		return 2
+	}
+	data := []byte(args[0])
+	if args[0] == "-" {
+		var err error
+		if data, err = io.ReadAll(stdin); err != nil {
+			fmt.Fprintln(stderr, "merchant sign:", err)
+			return 1
+		}
+	}
+	fmt.Fprintln(stdout, client.Sign(secret, data))
+	return 0
+}
+
+// sub is a command's flags.
+type sub struct {
+	*flag.FlagSet
+	stderr io.Writer
+}
+
+func newSub(name string, stderr io.Writer) *sub {
+	fs := flag.NewFlagSet("merchant "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return &sub{fs, stderr}
+}
+
+// parse parses args and requires the flags named.
+func (s *sub) parse(args []string, required ...string) int {
+	if err := s.Parse(args); err != nil {
+		return 2
+	}
+	set := map[string]bool{}
+	s.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var missing []string
+	for _, r := range required {
+		if !set[r] {
+			missing = append(missing, "-"+r)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(s.stderr, "%s: %s missing\n", s.Name(), strings.Join(missing, ", "))
+		return 2
+	}
+	return 0
+}
