@@ -12,6 +12,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -204,6 +205,112 @@ func (c *Client) Banks(ctx context.Context, kind, lang string) ([]Method, error)
 		return nil, err
 	}
 	return out, nil
+}
+
+// StreamEvent is one callback as GET /v1/callbacks/stream carries it:
+// what its delivery would send, headers (signed when sent) and body.
+type StreamEvent struct {
+	ID      string            `json:"id"`
+	Type    string            `json:"type"`
+	Headers map[string]string `json:"headers"`
+	Body    json.RawMessage   `json:"body"`
+}
+
+// Callbacks follows the site's callbacks (GET /v1/callbacks/stream) and
+// calls fn for each, in order, from now on or after the event after (a
+// webhook-id, "" for now on). When the stream breaks it reconnects after
+// the last event seen, until ctx ends or fn fails; onError is told of
+// each break (it may be nil).
+func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEvent) error, onError func(error)) error {
+	pause := c.backoff
+	for {
+		err := c.stream(ctx, &after, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var fnErr *callbackError
+		if errors.As(err, &fnErr) {
+			return fnErr.err
+		}
+		var e *Error
+		if errors.As(err, &e) && e.Status < 500 && e.Status != http.StatusTooManyRequests {
+			return err // a refusal: the same request would be refused again
+		}
+		if onError != nil {
+			onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 10*time.Second)
+	}
+}
+
+// callbackError is fn's own failure, which ends Callbacks.
+type callbackError struct{ err error }
+
+func (e *callbackError) Error() string { return e.err.Error() }
+
+// stream reads one connection of the stream, moving *after on.
+func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent) error) error {
+	q := ""
+	if *after != "" {
+		q = url.Values{"after": {*after}}.Encode()
+	}
+	path := "/v1/callbacks/stream"
+	if q != "" {
+		path += "?" + q
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("appKey", c.appKey)
+	req.Header.Set("sign", Sign(c.secret, []byte(q)))
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return &NetworkError{Op: "GET " + path, Err: err}
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		var env struct{ Code, Message, Field, DocURL, RequestID string }
+		_ = json.Unmarshal(raw, &env)
+		return &Error{Status: res.StatusCode, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL, RequestID: env.RequestID}
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var event, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if event == "callback" && data != "" {
+				var ev StreamEvent
+				if err := json.Unmarshal([]byte(data), &ev); err != nil {
+					return fmt.Errorf("callback stream: %w", err)
+				}
+				if err := fn(ev); err != nil {
+					return &callbackError{err}
+				}
+				*after = ev.ID
+			} else if event == "error" {
+				return fmt.Errorf("callback stream: the gateway ended it: %s", data)
+			}
+			event, data = "", ""
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data += strings.TrimPrefix(line, "data: ")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return &NetworkError{Op: "GET " + path, Err: err}
+	}
+	return &NetworkError{Op: "GET " + path, Err: io.ErrUnexpectedEOF}
 }
 
 // ErrBadHash is returned, with the record, when a record's hash is not the

@@ -161,7 +161,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	}
 	cfg := httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
 		AppVersion: "test", StoreReady: store.Ping, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow,
-		Metrics: o.metrics, MetricsHandler: o.metricsHandler}
+		Metrics: o.metrics, MetricsHandler: o.metricsHandler, Events: store}
 	if st.Callbacks != nil {
 		// Not a nil *Dispatcher in the interface: no dispatcher, no routes.
 		cfg.Callbacks = st.Callbacks

@@ -31,6 +31,7 @@ func (s *Server) merchantRoutes(r chi.Router) {
 	r.Get("/transactions", s.txByProcessID)
 	r.Get("/transactions/{id}", s.txByID)
 	r.Get("/balance", s.balance)
+	r.Get("/callbacks/stream", s.callbackStream)
 }
 
 type ctxBody struct{}

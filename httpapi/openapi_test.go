@@ -105,6 +105,14 @@ func (sp *spec) check(t *testing.T, req *http.Request, valid bool, wantStatus in
 	return got
 }
 
+// saw counts a status checked by hand (a stream's).
+func (sp *spec) saw(op string, status int) {
+	if sp.seen[op] == nil {
+		sp.seen[op] = map[int]bool{}
+	}
+	sp.seen[op][status] = true
+}
+
 // covered requires that every status of every operation was validated,
 // but those listed as not reachable from outside.
 func (sp *spec) covered(t *testing.T, unreachable map[string]bool) {
@@ -209,6 +217,7 @@ func TestOpenAPI_merchant(t *testing.T) {
 		{"GET", "/v1/transactions", "processId=oa-1", nil},
 		{"GET", "/v1/transactions/" + created.Data.TransactionID, "", nil},
 		{"GET", "/v1/balance", "", nil},
+		{"GET", "/v1/callbacks/stream", "", nil},
 	}
 	for _, c := range calls {
 		req := signed(st, c.method, c.path, c.form, c.query)
@@ -236,6 +245,22 @@ func TestOpenAPI_merchant(t *testing.T) {
 			sp.check(t, req, false, 429)
 		}
 	}
+
+	// The callback stream: a refusal is an envelope; an answer is a
+	// stream that does not end, checked by its head.
+	sp.check(t, signed(st, "GET", "/v1/callbacks/stream", nil, "after=abc"), false, 400)
+	sctx, scancel := context.WithCancel(context.Background())
+	res, err := http.DefaultClient.Do(signed(st, "GET", "/v1/callbacks/stream", nil, "").WithContext(sctx))
+	require.NoError(t, err)
+	require.Equal(t, 200, res.StatusCode)
+	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+	first := make([]byte, 2)
+	_, err = io.ReadFull(res.Body, first)
+	require.NoError(t, err)
+	require.Equal(t, ": ", string(first), "a comment opens the stream")
+	scancel()
+	res.Body.Close()
+	sp.saw("callbackStream", 200)
 
 	// The hosted page and its status.
 	page := *created.Data.URL

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"gateway/callbacks"
 	"gateway/ledger"
 	"gateway/records"
 )
@@ -40,6 +41,9 @@ type Config struct {
 	// Callbacks serves /ops/v1/callbacks when set (the dispatcher may run
 	// in this process or another; its state is in JetStream either way).
 	Callbacks Callbacks
+	// Events is the event store, which GET /v1/callbacks/stream reads
+	// (nil: the stream answers 503).
+	Events callbacks.Store
 	// Logger receives the server's logs; every line about a request
 	// carries its requestId.
 	Logger *slog.Logger
@@ -143,6 +147,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // included: a store that does not answer gets a 503, not a hung client.
 func (s *Server) deadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == callbackStreamPath {
+			// A stream lasts as long as its client; it bounds its own waits.
+			next.ServeHTTP(w, r)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))

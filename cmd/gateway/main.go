@@ -334,7 +334,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	defer disp.Close()
 	handler.set(httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
-		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Logger: log, Metrics: m, MetricsHandler: m.Handler()}))
+		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Events: store, Logger: log, Metrics: m, MetricsHandler: m.Handler()}))
 	defer serveDebug(o.debugListen, log)()
 	setMemoryLimit(o.memoryLimit)
 	// Deposits expire at their expiresAt; the first sweep, once the state

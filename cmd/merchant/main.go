@@ -38,6 +38,8 @@ commands:
   balance    the site's treasury
   banks      the enabled methods ([-type deposit|withdraw] [-lang en|ar|ku])
   sign       the sign header of a body or query: sign 'amount=25000&…' (or - for standard input)
+  listen     forward the site's callbacks to a local URL: listen -forward-to http://localhost:3000/callbacks
+             ([-after WEBHOOK_ID] to start after an event instead of from now on)
 
 The URL, appKey and secret are read from GATEWAY_URL, GATEWAY_APP_KEY and GATEWAY_SECRET
 when the flags are not given. Records are printed as JSON; a refusal prints its code,
@@ -123,6 +125,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "merchant status: give a transactionId, or -process-id")
 			return 2
 		}
+	case "listen":
+		sub := newSub("listen", stderr)
+		to := sub.String("forward-to", "", "the local URL to POST each callback to")
+		after := sub.String("after", "", "start after this webhook-id instead of from now on")
+		if code := sub.parse(rest, "forward-to"); code != 0 {
+			return code
+		}
+		return listen(ctx, c, *to, *after, stdout, stderr)
 	case "balance":
 		if code := newSub("balance", stderr).parse(rest); code != 0 {
 			return code

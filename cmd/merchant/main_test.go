@@ -4,14 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"gateway/client"
 	"gateway/internal/gatewaytest"
+	"gateway/internal/testkit"
 )
 
 // cli runs the command with env and returns its exit code and output.
@@ -92,6 +101,8 @@ func TestMerchantCLI(t *testing.T) {
 		{"bad amount", env, []string{"deposit", "-amount", "lots"}, "invalid value"},
 		{"sign without secret", nil, []string{"sign", "x"}, "GATEWAY_SECRET) missing"},
 		{"sign of nothing", env, []string{"sign"}, "give the body of a POST"},
+		{"listen nowhere", env, []string{"listen"}, "-forward-to missing"},
+		{"listen to a file", env, []string{"listen", "-forward-to", "file:///tmp/x"}, "must be an http or https URL"},
 	}
 	for _, u := range usage {
 		t.Run(u.name, func(t *testing.T) {
@@ -101,4 +112,101 @@ func TestMerchantCLI(t *testing.T) {
 			assert.Contains(t, stderr, u.want)
 		})
 	}
+}
+
+// syncBuffer is a buffer written by one goroutine and read by another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestMerchantCLI_listen: callbacks of a site without a public URL reach a
+// local receiver through `merchant listen`, signed as the gateway signs
+// them (the Standard Webhooks library verifies them), in order, once each.
+func TestMerchantCLI_listen(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	site := g.NewSite(nil, 100_000) // no callbackUrl
+	type got struct{ id, typ, tx string }
+	var mu sync.Mutex
+	var received []got
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		wh, err := standardwebhooks.NewWebhook(site.WebhookSecret)
+		require.NoError(t, err)
+		if err := wh.Verify(body, r.Header); err != nil {
+			w.WriteHeader(400)
+			return
+		}
+		cb, err := client.ParseCallback(site.WebhookSecret, site.Secret, r.Header, body, time.Now())
+		if err != nil {
+			w.WriteHeader(422)
+			return
+		}
+		mu.Lock()
+		received = append(received, got{cb.ID, cb.Type, cb.Data.TransactionID})
+		mu.Unlock()
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(rcv.Close)
+
+	// Start after the site's creation, so that nothing is missed however
+	// long the stream takes to open.
+	var history struct {
+		Items []struct{ Seq uint64 } `json:"items"`
+	}
+	g.Ops("GET", "/ops/v1/sites/"+site.ID+"/events", nil, &history)
+	after := fmt.Sprintf("%d-0", history.Items[0].Seq)
+	env := map[string]string{"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": site.Secret}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"listen", "-forward-to", rcv.URL + "/callbacks", "-after", after}, strings.NewReader(""), &out, &errb,
+			func(k string) string { return env[k] })
+	}()
+
+	c := client.New(g.URL, site.AppKey, site.Secret)
+	d1, err := c.CreateDeposit(ctx, deposit("l-1", "u1", 25000))
+	require.NoError(t, err)
+	d2, err := c.CreateDeposit(ctx, deposit("l-2", "u2", 30000))
+	require.NoError(t, err)
+	g.Approve(d1.TransactionID, 24000)
+	g.Ops("POST", "/ops/v1/deposits/"+d2.TransactionID+"/reject", map[string]any{"reason": "no transfer"}, nil)
+	want := []got{{"", "deposit.approved", d1.TransactionID}, {"", "deposit.rejected", d2.TransactionID}}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(received) >= len(want)
+	}, "the callbacks through listen")
+	time.Sleep(700 * time.Millisecond) // a duplicate would come within the stream's poll
+	cancel()
+	require.Equal(t, 0, <-done, errb.String())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, received, 2, "once each")
+	for i, w := range want {
+		assert.Equal(t, w.typ, received[i].typ)
+		assert.Equal(t, w.tx, received[i].tx)
+		assert.NotEmpty(t, received[i].id)
+	}
+	assert.Contains(t, out.String(), "Ready: forwarding the site's callbacks to "+rcv.URL+"/callbacks")
+	assert.Contains(t, out.String(), "deposit.approved")
+	assert.Contains(t, out.String(), "-> 204")
+}
+
+func deposit(pid, user string, amount int64) client.DepositRequest {
+	return client.DepositRequest{BankID: "ZAINCASH", ProcessID: pid, Amount: amount, UserID: user, UserName: user, Name: "Ali Kareem"}
 }

@@ -64,7 +64,7 @@ func Start(t testing.TB) *Gateway {
 		_ = d.Run(ctx)
 	}()
 	hs.Config.Handler = httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: AdminToken, AppVersion: "test",
-		StoreReady: store.Ping, Logger: log, Callbacks: d})
+		StoreReady: store.Ping, Logger: log, Callbacks: d, Events: store})
 	t.Cleanup(func() {
 		hs.Close()
 		cancel()

@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"gateway/callbacks"
+)
+
+// callbackStreamPath is the merchant's stream of its callbacks.
+const callbackStreamPath = "/v1/callbacks/stream"
+
+// streamHeartbeat is how often an idle stream sends a comment, so that
+// proxies and the client see it alive.
+const streamHeartbeat = 15 * time.Second
+
+// callbackStream serves GET /v1/callbacks/stream: the site's callbacks as
+// server-sent events, each what its delivery would carry (headers signed
+// now, and body), from now on or after the event named by ?after= or
+// Last-Event-ID. It is how `merchant listen` forwards callbacks to a
+// machine without a public URL (docs/callbacks.md).
+func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "after")
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if s.cfg.Events == nil {
+		s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "this process does not serve callback streams"})
+		return
+	}
+	after := q.Get("after")
+	if after == "" {
+		after = r.Header.Get("Last-Event-ID")
+	}
+	if after != "" {
+		if _, _, ok := callbacks.ParseWebhookID(after); !ok {
+			s.writeErr(w, r, errBad("invalid_request", "after", "after must be a webhook-id (<sequence>-<index>)"))
+			return
+		}
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamHeartbeat * 2))
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := write([]byte(": streaming the site's callbacks\n\n")); err != nil {
+		return
+	}
+	ctx := r.Context()
+	beat := time.NewTicker(streamHeartbeat)
+	defer beat.Stop()
+	evc := make(chan callbacks.StreamEvent)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- callbacks.Stream(ctx, callbacks.StreamConfig{Store: s.cfg.Events, Ledger: s.cfg.Ledger, Records: s.cfg.Reader},
+			info(r).siteID, after, func(ev callbacks.StreamEvent) error {
+				select {
+				case evc <- ev:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+	}()
+	for {
+		select {
+		case ev := <-evc:
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return
+			}
+			if write(fmt.Appendf(nil, "id: %s\nevent: callback\ndata: %s\n\n", ev.ID, b)) != nil {
+				return
+			}
+		case <-beat.C:
+			if write([]byte(": alive\n\n")) != nil {
+				return
+			}
+		case err := <-errc:
+			if err != nil && !errors.Is(err, ctx.Err()) {
+				s.log.WarnContext(ctx, "callback stream ended", "site", info(r).siteID, "err", err)
+				_ = write(fmt.Appendf(nil, "event: error\ndata: %q\n\n", err.Error()))
+			}
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
