@@ -141,6 +141,15 @@ func (s *Site) checkOwn(seq uint64, evs []events.Event) error {
 	return nil
 }
 
+// replaceCfg publishes c as the site's settings. An event of the creation
+// itself also changes what a repeat of a keyed creation answers.
+func (s *Site) replaceCfg(c *Config, ofCreation bool) {
+	if ofCreation && s.created != nil && s.created == s.Cfg {
+		s.created = c
+	}
+	s.Cfg = c
+}
+
 // Apply folds one event decided in the current batch (between Begin and
 // Commit) into the state.
 func (s *Site) Apply(e events.Event) {
@@ -153,11 +162,8 @@ func (s *Site) Apply(e events.Event) {
 // naming a transaction this state does not know is ignored rather than
 // crashing a replica; the audit reports such histories.
 func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
-	afterCreation := s.justCreated
-	s.justCreated = false
 	switch p := e.Payload.(type) {
 	case *events.SiteCreated:
-		s.justCreated = true
 		s.Cfg = &Config{Settings: createdSettings(p), AppKey: p.AppKey, Secret: p.Secret, WebhookSecret: p.WebhookSecret,
 			CreatedAt: e.Time, IdempotencyKey: p.IdempotencyKey, RequestHash: p.RequestHash}
 		if p.IdempotencyKey != "" {
@@ -170,12 +176,11 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 	case *events.SitePageUpdated:
 		c := *s.Cfg
 		c.Settings = c.Settings.With(pageSettings(p))
-		if afterCreation && s.created == s.Cfg {
-			// Part of a keyed creation (the event right after its
-			// site.created): a repeat of the key answers with it.
-			s.created = &c
-		}
-		s.Cfg = &c
+		s.replaceCfg(&c, p.AtCreation)
+	case *events.SiteSandbox:
+		c := *s.Cfg
+		c.Sandbox = p.Sandbox
+		s.replaceCfg(&c, true) // only ever written by the creation
 	case *events.SiteSecretRotated:
 		c := *s.Cfg
 		c.PrevSecret, c.PrevSecretUntil, c.Secret = c.Secret, p.PreviousValidUntil, p.Secret

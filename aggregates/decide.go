@@ -96,7 +96,12 @@ type RejectDeposit struct {
 }
 
 // ExpireDeposit closes a pending deposit whose expiry has passed.
-type ExpireDeposit struct{ TxID ids.TxID }
+type ExpireDeposit struct {
+	TxID ids.TxID
+	// Now expires the deposit before its expiresAt: a sandbox site's
+	// merchant trying the flow (refused on any other site).
+	Now bool
+}
 
 // ProcessWithdrawal records that an operator has taken a withdrawal.
 type ProcessWithdrawal struct{ TxID ids.TxID }
@@ -172,6 +177,9 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if err := validateSettings(c.Settings); err != nil {
 			return Decision{Tx: -1}, err
 		}
+		if c.Settings.Sandbox != nil {
+			return Decision{Tx: -1}, fieldErr("sandbox", ErrInvalidRequest, "sandbox is chosen when the site is created; create another site")
+		}
 		var evs []events.Event
 		if coreChange(c.Settings) || !pageChange(c.Settings) {
 			evs = append(evs, ev(updatedEvent(c.Settings)))
@@ -242,7 +250,10 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if tx.Kind != KindDeposit || tx.Status != StatusPending {
 			return s.refuse(i, tx, "expire")
 		}
-		if now.UnixMilli() < tx.ExpiresAt {
+		if c.Now && !s.Cfg.Sandbox {
+			return Decision{Tx: i}, ErrNotSandbox
+		}
+		if now.UnixMilli() < tx.ExpiresAt && !c.Now {
 			return Decision{Tx: i}, ErrNotDue
 		}
 		return one(i, &events.DepositExpired{TxID: txID})
@@ -325,7 +336,12 @@ func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision
 	evs := []events.Event{{Name: p.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: p}}
 	if pageChange(st) {
 		pp := pageEvent(st)
+		pp.AtCreation = true
 		evs = append(evs, events.Event{Name: pp.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: pp})
+	}
+	if st.Sandbox != nil && *st.Sandbox {
+		sb := &events.SiteSandbox{Sandbox: true}
+		evs = append(evs, events.Event{Name: sb.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: sb})
 	}
 	return Decision{Tx: -1, Events: evs}, nil
 }

@@ -8,9 +8,11 @@ import (
 // Domain errors. The HTTP layer maps them to the contract's codes with
 // errors.Is; nothing here knows about HTTP.
 var (
-	ErrInvalidRequest      = errors.New("invalid request")
-	ErrAmountOutOfRange    = errors.New("amount out of range")
-	ErrUnknownBank         = errors.New("unknown bank")
+	ErrInvalidRequest   = errors.New("invalid request")
+	ErrAmountOutOfRange = errors.New("amount out of range")
+	ErrUnknownBank      = errors.New("unknown bank")
+	// ErrNotSandbox refuses a sandbox-only action on a live site.
+	ErrNotSandbox          = errors.New("not a sandbox site")
 	ErrInvalidIdentifier   = errors.New("invalid identifier")
 	ErrNotFound            = errors.New("transaction not found")
 	ErrProcessIDConflict   = errors.New("processId reused with different parameters")

@@ -94,3 +94,32 @@ func TestSitePage_keyedCreation(t *testing.T) {
 	assert.Equal(t, "https://shop.example/b", s.Cfg.ReturnURL)
 	assert.Equal(t, "https://shop.example/a", s.CreatedAs().ReturnURL, "the creation's answer")
 }
+
+// A sandbox site is one from its creation on; expiring a deposit before
+// its time is for sandbox sites only.
+func TestSandbox_site(t *testing.T) {
+	sb := newFixture(t, SiteSettings{Sandbox: ptr(true)})
+	assert.True(t, sb.s.Cfg.Sandbox)
+	live := newFixture(t, SiteSettings{})
+	assert.False(t, live.s.Cfg.Sandbox)
+	for _, f := range []*fixture{sb, live} {
+		_, err := f.try(UpdateSite{Settings: SiteSettings{Sandbox: ptr(false)}})
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, "sandbox", fe.Field)
+	}
+	for _, f := range []*fixture{sb, live} {
+		i := f.deposit("d1", "u1", 5000)
+		now := ExpireDeposit{TxID: ids.NewTx(f.s.ID, i), Now: true}
+		_, err := f.try(ExpireDeposit{TxID: now.TxID})
+		assert.ErrorIs(t, err, ErrNotDue, "not before its time")
+		if f == live {
+			_, err = f.try(now)
+			assert.ErrorIs(t, err, ErrNotSandbox)
+			continue
+		}
+		d := f.do(now)
+		assert.Equal(t, events.DepositExpiredName, d.Events[0].Name)
+		assert.Equal(t, StatusExpired, f.s.Txs[i].Status)
+	}
+}

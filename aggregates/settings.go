@@ -36,6 +36,9 @@ type SiteSettings struct {
 	RateLimit         *int64    `json:"rateLimit"`
 	ReturnURL         *string   `json:"returnUrl"`
 	SupportContact    *string   `json:"supportContact"`
+	// Sandbox is chosen when the site is created (site.sandbox), and
+	// refused in an update.
+	Sandbox *bool `json:"sandbox"`
 }
 
 // With returns st changed by the fields p sets.

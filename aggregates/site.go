@@ -124,6 +124,9 @@ type Config struct {
 	PrevWebhookSecret      string
 	PrevWebhookSecretUntil int64
 	CreatedAt              int64
+	// Sandbox: a test site whose merchant moves its own transactions;
+	// chosen at creation, never changed.
+	Sandbox bool
 	// IdempotencyKey and RequestHash are those of the request that
 	// created the site ("" when it had no Idempotency-Key).
 	IdempotencyKey string
@@ -166,9 +169,7 @@ type Site struct {
 	// created without a key); Cfg is replaced, never changed, so the two
 	// share one value until the first update.
 	created *Config
-	// justCreated: the last event applied was site.created.
-	justCreated bool
-	j           *journal
+	j       *journal
 }
 
 // NewSite returns the empty state of site id, before its creation event.

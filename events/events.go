@@ -29,6 +29,7 @@ const (
 	SiteSecretRotatedName        = "site.secret_rotated.v1"
 	SiteWebhookSecretRotatedName = "site.webhook_secret_rotated.v1"
 	SitePageUpdatedName          = "site.page_updated.v1"
+	SiteSandboxName              = "site.sandbox.v1"
 	TreasuryAdjustedName         = "treasury.adjusted.v2"
 	TreasuryAdjustedV1Name       = "treasury.adjusted.v1"
 	DepositRequestedName         = "deposit.requested.v1"
@@ -287,6 +288,8 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &SiteSecretRotated{}
 	case SitePageUpdatedName:
 		p = &SitePageUpdated{}
+	case SiteSandboxName:
+		p = &SiteSandbox{}
 	case SiteWebhookSecretRotatedName:
 		p = &SiteWebhookSecretRotated{}
 	case TreasuryAdjustedName, TreasuryAdjustedV1Name:

@@ -63,10 +63,23 @@ type SitePageUpdated struct {
 	ReturnURL *string `msgpack:"returnUrl,omitempty"`
 	// Support is how the customer reaches the merchant's support.
 	Support *string `msgpack:"support,omitempty"`
+	// AtCreation marks the one written by the site's creation: a repeat
+	// of a keyed creation answers with it.
+	AtCreation bool `msgpack:"atCreation,omitempty"`
 }
 
 // EventName implements Payload.
 func (*SitePageUpdated) EventName() string { return SitePageUpdatedName }
+
+// SiteSandbox makes the site a sandbox: a test site whose merchant moves
+// its own transactions (docs/merchant-api.md "Sandbox sites"). It follows
+// site.created in the creation's message, and nothing undoes it.
+type SiteSandbox struct {
+	Sandbox bool `msgpack:"sandbox"`
+}
+
+// EventName implements Payload.
+func (*SiteSandbox) EventName() string { return SiteSandboxName }
 
 // SiteSecretRotated replaces the request-signing secret; the previous one
 // stays valid until PreviousValidUntil (Unix ms).

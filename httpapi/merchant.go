@@ -32,6 +32,7 @@ func (s *Server) merchantRoutes(r chi.Router) {
 	r.Get("/transactions/{id}", s.txByID)
 	r.Get("/balance", s.balance)
 	r.Get("/callbacks/stream", s.callbackStream)
+	r.Route("/sandbox", s.sandboxRoutes)
 }
 
 type ctxBody struct{}

@@ -134,6 +134,12 @@ func (sp *spec) covered(t *testing.T, unreachable map[string]bool) {
 	}
 }
 
+// mcall is a merchant call: its method, path, query and form.
+type mcall struct {
+	method, path, query string
+	form                url.Values
+}
+
 // TestOpenAPI_merchant validates live answers of the merchant API, for
 // every operation and every status it documents, against
 // docs/openapi/merchant.json (served at /openapi.json).
@@ -204,13 +210,53 @@ func TestOpenAPI_merchant(t *testing.T) {
 	sp.check(t, signed(st, "GET", "/v1/balance", nil, ""), true, 200)
 	sp.check(t, signed(st, "GET", "/v1/balance", nil, "x=1"), false, 400)
 
+	// A sandbox site's own actions.
+	sbx := s.newSite(map[string]any{"sandbox": true}, 100_000)
+	sdep := func(pid string) string {
+		var out struct{ Data record }
+		require.NoError(t, json.Unmarshal(sp.check(t, signed(sbx, "POST", pathDeposit, dep(pid, "su-"+pid, 5000), ""), true, 200), &out))
+		return out.Data.TransactionID
+	}
+	swd := func(pid string) string {
+		var out struct{ Data record }
+		require.NoError(t, json.Unmarshal(sp.check(t, signed(sbx, "POST", pathWithdraw, wd(pid, 1000, "07712345678"), ""), true, 200), &out))
+		return out.Data.TransactionID
+	}
+	form := func(kv ...string) url.Values {
+		v := url.Values{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+	sa, sr, se := sdep("sa"), sdep("sr"), sdep("se")
+	wp, wr := swd("wp"), swd("wr")
+	sandbox := []struct {
+		path string
+		form url.Values
+	}{
+		{"/v1/sandbox/deposits/" + sa + "/approve", form("amount", "4000")},
+		{"/v1/sandbox/deposits/" + sr + "/reject", form("reason", "no")},
+		{"/v1/sandbox/deposits/" + se + "/expire", nil},
+		{"/v1/sandbox/withdrawals/" + wp + "/process", nil},
+		{"/v1/sandbox/withdrawals/" + wp + "/pay", form("reference", "R")},
+		{"/v1/sandbox/withdrawals/" + wr + "/reject", nil},
+	}
+	var sandboxCalls []mcall
+	for _, c := range sandbox {
+		sp.check(t, signed(sbx, "POST", c.path, c.form, ""), true, 200)
+		sp.check(t, signed(sbx, "POST", c.path, c.form, ""), true, 409) // once is all
+		sp.check(t, signed(sbx, "POST", c.path, form("bogus", "1"), ""), false, 400)
+		sp.check(t, signed(st, "POST", c.path, c.form, ""), true, 403) // a live site
+		missing := strings.Replace(c.path, "/"+strings.Split(c.path, "/")[4]+"/", "/"+sbx.ID+"-999/", 1)
+		sp.check(t, signed(sbx, "POST", missing, c.form, ""), true, 404)
+		sandboxCalls = append(sandboxCalls, mcall{"POST", c.path, "", c.form})
+	}
+
 	// What every merchant call may answer before its own checks: no or an
 	// unknown appKey, a wrong signature, a caller outside the allowlist,
 	// a body over 16 KiB, the site's rate limit.
-	calls := []struct {
-		method, path, query string
-		form                url.Values
-	}{
+	calls := []mcall{
 		{"POST", pathDeposit, "", dep("oa-9", "u9", 5000)},
 		{"POST", pathWithdraw, "", wd("ow-9", 1000, "07712345678")},
 		{"GET", "/v1/banks", "type=deposit", nil},
@@ -219,6 +265,7 @@ func TestOpenAPI_merchant(t *testing.T) {
 		{"GET", "/v1/balance", "", nil},
 		{"GET", "/v1/callbacks/stream", "", nil},
 	}
+	calls = append(calls, sandboxCalls...)
 	for _, c := range calls {
 		req := signed(st, c.method, c.path, c.form, c.query)
 		req.Header.Del("appKey")

@@ -24,6 +24,7 @@ type siteView struct {
 	CallbackURL   *string          `json:"callbackUrl"`
 	ReturnURL     *string          `json:"returnUrl"`
 	Support       *string          `json:"supportContact"`
+	Sandbox       bool             `json:"sandbox"`
 	AppKey        string           `json:"appKey"`
 	Secret        string           `json:"secret,omitempty"`
 	WebhookSecret string           `json:"webhookSecret,omitempty"`
@@ -46,6 +47,7 @@ func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
 		v.IPAllowlist = []string{}
 	}
 	v.CallbackURL, v.ReturnURL, v.Support = orNull(c.CallbackURL), orNull(c.ReturnURL), orNull(c.SupportContact)
+	v.Sandbox = c.Sandbox
 	return v
 }
 

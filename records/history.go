@@ -125,7 +125,7 @@ func (r *Reader) TxHistory(ctx context.Context, txID ids.TxID) (items []HistoryI
 	err = r.state.Read(ctx, siteID, fresh, func(s *aggregates.Site) error {
 		var i int32
 		if i, ok = s.Lookup(txID); ok {
-			snap = snapshot{tx: s.Txs[i], id: txID}
+			snap = snapOf(s, i)
 		}
 		return nil
 	})

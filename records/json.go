@@ -48,6 +48,9 @@ func (r Record) AppendJSON(b []byte) []byte {
 		b = appendStringField(b, "accountName", r.Withdrawal.AccountName)
 		b = appendStringField(b, "iban", r.Withdrawal.IBAN)
 	}
+	if r.Sandbox {
+		b = append(b, `,"sandbox":true`...)
+	}
 	return append(b, '}')
 }
 

@@ -20,6 +20,12 @@ type withdrawalJSON struct {
 	WithdrawalFields
 }
 
+type sandboxJSON struct {
+	Common
+	DepositFields
+	Sandbox bool `json:"sandbox,omitempty"`
+}
+
 type opsJSON struct {
 	SiteID string `json:"siteId"`
 	Common
@@ -51,6 +57,7 @@ func TestRecord_AppendJSON_matchesEncodingJSON(t *testing.T) {
 			{"deposit", Record{Common: c, Deposit: &d}, depositJSON{c, d}},
 			{"withdrawal", Record{Common: c, Withdrawal: &w}, withdrawalJSON{c, w}},
 			{"common only", Record{Common: c}, c},
+			{"sandbox", Record{Common: c, Deposit: &d, Sandbox: true}, sandboxJSON{c, d, true}},
 			{"nulls", Record{Common: Common{Amount: 1}, Deposit: &DepositFields{}}, depositJSON{Common{Amount: 1}, DepositFields{}}},
 			{"ops", OpsRecord{SiteID: "site-" + "x", Record: Record{Common: c, Deposit: &d}}, opsJSON{"site-x", c, d}},
 		}

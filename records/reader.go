@@ -86,7 +86,13 @@ type snapshot struct {
 	tx     aggregates.Tx
 	reason string
 	id     ids.TxID
-	secret string
+	// cfg is the site's settings when read (a Config is never changed).
+	cfg *aggregates.Config
+}
+
+// snapOf is transaction i of s as a snapshot.
+func snapOf(s *aggregates.Site, i int32) snapshot {
+	return snapshot{tx: s.Txs[i], reason: s.Reason(i), id: ids.NewTx(s.ID, i), cfg: s.Cfg}
 }
 
 // ByID returns the current record of a site's transaction.
@@ -116,7 +122,7 @@ func (r *Reader) lookup(ctx context.Context, siteID ids.SiteID, consistency bool
 	err := r.state.Read(ctx, siteID, consistency, func(s *aggregates.Site) error {
 		var i int32
 		if i, ok = find(s); ok {
-			snap = snapshot{tx: s.Txs[i], reason: s.Reason(i), id: ids.NewTx(siteID, i), secret: s.Cfg.Secret}
+			snap = snapOf(s, i)
 		}
 		return nil
 	})
@@ -175,7 +181,8 @@ func (r *Reader) hosted(ctx context.Context, id ids.TxID, key uint64) (snap *sna
 		}
 		known = true
 		if tx := &s.Txs[i]; tx.Kind == aggregates.KindDeposit && tx.HostedKey == key {
-			snap = &snapshot{tx: *tx, reason: s.Reason(i), id: id, secret: s.Cfg.Secret}
+			sn := snapOf(s, i)
+			snap = &sn
 		}
 		return nil
 	})
@@ -212,7 +219,7 @@ func (r *Reader) FromResult(ctx context.Context, siteID ids.SiteID, res Committe
 	if !ok {
 		return Record{}, aggregates.ErrSiteNotFound
 	}
-	snap := snapshot{tx: res.Tx, reason: res.Reason, id: ids.NewTx(siteID, i), secret: cfg.Secret}
+	snap := snapshot{tx: res.Tx, reason: res.Reason, id: ids.NewTx(siteID, i), cfg: cfg}
 	var own []events.Event
 	if res.Seq != 0 && res.Seq == res.Tx.Seq {
 		own = res.Events
@@ -266,7 +273,8 @@ func (r *Reader) record(ctx context.Context, snap snapshot, own []events.Event) 
 	if err != nil {
 		return Record{}, err
 	}
-	rec, ok := build(snap.tx, snap.reason, created, snap.id, snap.secret, r.publicURL)
+	rec, ok := build(snap.tx, snap.reason, created, snap.id, snap.cfg.Secret, r.publicURL)
+	rec.Sandbox = snap.cfg.Sandbox
 	if !ok {
 		return Record{}, fmt.Errorf("transaction %s: creation event at %d/%d does not match: %w",
 			snap.id, snap.tx.Seq, snap.tx.EvIdx, events.ErrCorrupt)

@@ -69,6 +69,9 @@ type Record struct {
 	Withdrawal *WithdrawalFields
 	// HostedToken is the hosted page token of a deposit ("" when none).
 	HostedToken string
+	// Sandbox marks a sandbox site's transaction: "sandbox": true ends
+	// its JSON (absent for a live site's).
+	Sandbox bool
 	// updatedMs and expiresMs are UpdatedAt and ExpiresAt in Unix ms.
 	updatedMs, expiresMs int64
 }

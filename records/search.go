@@ -291,7 +291,7 @@ func (sc *scan) site(s *aggregates.Site, h *worstFirst, n int) {
 		if !sc.memMatch(s, i) {
 			return true
 		}
-		c := candidate{pos: p, snap: snapshot{tx: s.Txs[i], reason: s.Reason(i), id: ids.NewTx(s.ID, i), secret: s.Cfg.Secret}}
+		c := candidate{pos: p, snap: snapOf(s, i)}
 		if len(h.c) == n {
 			heap.Pop(h)
 		}

@@ -1,0 +1,90 @@
+package httpapi_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gateway/internal/testkit"
+)
+
+// TestSandbox: a sandbox site's merchant moves its own transactions
+// through signed calls; everything of it is marked sandbox; a live site's
+// merchant cannot use those calls, and a sandbox merchant cannot reach a
+// live site's transactions.
+func TestSandbox(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
+	s.seedBanks()
+	rcv := newReceiver(t, 200)
+	sb := s.newSite(map[string]any{"name": "Sandbox Shop", "sandbox": true, "callbackUrl": rcv.url()}, 1_000_000)
+	live := s.newSite(nil, 1_000_000)
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+
+	require.Equal(t, true, decodeAny(t, s.ops("GET", "/ops/v1/sites/"+sb.ID, nil))["sandbox"])
+	require.Equal(t, false, decodeAny(t, s.ops("GET", "/ops/v1/sites/"+live.ID, nil))["sandbox"])
+	requireErr(t, s.ops("PATCH", "/ops/v1/sites/"+live.ID, map[string]any{"sandbox": true}), 400, "invalid_request", "sandbox")
+	requireErr(t, s.ops("PATCH", "/ops/v1/sites/"+sb.ID, map[string]any{"sandbox": false}), 400, "invalid_request", "sandbox")
+
+	// Every record of the sandbox says so; a live one has no such field.
+	r := s.post(sb, pathDeposit, depositForm("ZAINCASH", "sb-1", "u1", 25000))
+	require.Contains(t, string(r.Raw), `"sandbox":true}`)
+	d1 := rec(t, r)
+	require.NotContains(t, string(s.post(live, pathDeposit, depositForm("ZAINCASH", "lv-1", "u1", 25000)).Raw), "sandbox")
+	liveDep := rec(t, s.get(live, "/v1/transactions", "processId=lv-1"))
+
+	act := func(st site, path string, form url.Values) resp {
+		if form == nil {
+			form = url.Values{}
+		}
+		return s.post(st, "/v1/sandbox/"+path, form)
+	}
+	got := rec(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"amount": {"24000"}}))
+	require.Equal(t, "approved", got.Status)
+	require.Equal(t, int64(24000), got.Amount)
+	items := s.history(t, sb.ID)
+	require.Equal(t, "deposit.approved.v1", items[len(items)-1].Name)
+	require.Equal(t, "merchant", items[len(items)-1].Actor)
+	// Its callback says sandbox too.
+	calls := rcv.waitCalls(t, d1.TransactionID, 1)
+	require.Contains(t, string(calls[0].Body), `"sandbox":true`)
+
+	d2 := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "sb-2", "u2", 5000)))
+	require.Equal(t, "rejected", rec(t, act(sb, "deposits/"+d2.TransactionID+"/reject", url.Values{"reason": {"wrong amount"}})).Status)
+	d3 := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "sb-3", "u3", 5000)))
+	require.Equal(t, "expired", rec(t, act(sb, "deposits/"+d3.TransactionID+"/expire", nil)).Status, "expired now, before its expiresAt")
+	w1 := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "sbw-1", "u4", 10000, "07712345678")))
+	require.Equal(t, "processing", rec(t, act(sb, "withdrawals/"+w1.TransactionID+"/process", nil)).Status)
+	require.Equal(t, "paid", rec(t, act(sb, "withdrawals/"+w1.TransactionID+"/pay", url.Values{"reference": {"T-1"}})).Status)
+	w2 := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "sbw-2", "u5", 10000, "07712345678")))
+	require.Equal(t, "rejected", rec(t, act(sb, "withdrawals/"+w2.TransactionID+"/reject", nil)).Status)
+	require.Equal(t, int64(1_000_000+24000-10000), s.balanceOf(t, sb).Balance)
+
+	// The state machine holds in the sandbox too.
+	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/reject", nil), 409, "invalid_transition", "status")
+	requireErr(t, act(sb, "withdrawals/"+w1.TransactionID+"/pay", nil), 409, "invalid_transition", "status")
+	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"amount": {"-5"}}), 400, "invalid_request", "amount")
+	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"currency": {"IQD"}}), 400, "invalid_request", "currency")
+	requireErr(t, act(sb, "deposits/"+sb.ID+"-999/approve", nil), 404, "not_found", "")
+
+	// A live site's merchant is refused; a sandbox merchant cannot reach
+	// a live site's transaction; nothing changes.
+	before := s.eventCount(t, live.ID)
+	for _, path := range []string{"deposits/" + liveDep.TransactionID + "/approve", "deposits/" + liveDep.TransactionID + "/expire",
+		"withdrawals/" + liveDep.TransactionID + "/process"} {
+		r := act(live, path, nil)
+		requireErr(t, r, 403, "forbidden", "")
+		require.True(t, strings.Contains(r.Message, "not a sandbox site"))
+		requireErr(t, act(sb, path, nil), 404, "not_found", "")
+	}
+	require.Equal(t, before, s.eventCount(t, live.ID))
+	require.Equal(t, "pending", rec(t, s.get(live, "/v1/transactions/"+liveDep.TransactionID, "")).Status)
+
+	// The operator API shows them as sandbox.
+	l := s.opsList(t, "site="+sb.ID, 100)
+	require.NotEmpty(t, l)
+	raw := s.ops("GET", "/ops/v1/transactions/"+d1.TransactionID, nil)
+	require.Contains(t, string(raw.Raw), `"sandbox":true`)
+}
