@@ -527,3 +527,25 @@ func TestAudit_subjectsAndSnapshotsWithInvalidIDs(t *testing.T) {
 	_, isSite := rep.Site("a.b")
 	assert.False(t, isSite, "no site is made of it")
 }
+
+// TestAudit_sandbox: a sandbox site is marked as one in the report.
+func TestAudit_sandbox(t *testing.T) {
+	e := newEnv(t)
+	gen := e.generate(t, audit.GenOptions{Events: 200, Sites: 2, Batch: 50, Seed: 13})
+	s := gen.Sites[0].State
+	p := &events.SiteSandbox{Sandbox: true}
+	appendEvents(t, e.st, s, events.Event{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: events.ActorSystem, Payload: p})
+
+	rep := e.runAudit(t, audit.Options{})
+	assert.Empty(t, failed(rep))
+	sb, ok := rep.Site(string(s.ID))
+	require.True(t, ok)
+	assert.True(t, sb.Sandbox)
+	other, ok := rep.Site(string(gen.Sites[1].State.ID))
+	require.True(t, ok)
+	assert.False(t, other.Sandbox)
+	var b strings.Builder
+	require.NoError(t, rep.WriteText(&b))
+	assert.Contains(t, b.String(), "site "+string(s.ID)+" (sandbox: test money):")
+	assert.NotContains(t, b.String(), "site "+string(gen.Sites[1].State.ID)+" (sandbox")
+}

@@ -163,7 +163,9 @@ type Total struct {
 
 // SiteReport is the audit of one site.
 type SiteReport struct {
-	ID       string `json:"id"`
+	ID string `json:"id"`
+	// Sandbox marks a sandbox site, whose money is not real.
+	Sandbox  bool   `json:"sandbox,omitempty"`
 	OK       bool   `json:"ok"`
 	Messages uint64 `json:"messages"`
 	Events   uint64 `json:"events"`
@@ -302,8 +304,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		writeChecks(ew, s.Checks)
 	}
 	for _, s := range r.Sites {
-		ew.printf("\nsite %s: %d messages, %d events (seq %d..%d), %d transactions\n",
-			s.ID, s.Messages, s.Events, s.FirstSeq, s.LastSeq, s.Transactions)
+		mark := ""
+		if s.Sandbox {
+			mark = " (sandbox: test money)"
+		}
+		ew.printf("\nsite %s%s: %d messages, %d events (seq %d..%d), %d transactions\n",
+			s.ID, mark, s.Messages, s.Events, s.FirstSeq, s.LastSeq, s.Transactions)
 		ew.printf("  balance %s, pending withdrawals %s, negative limit %s, available %s\n",
 			records.Group(s.Balance), records.Group(s.PendingWithdrawals), records.Group(s.NegativeLimit),
 			records.Group(s.Balance-s.PendingWithdrawals-s.NegativeLimit))

@@ -39,7 +39,10 @@ type siteAudit struct {
 	checkpoint uint64
 
 	// The independent model.
-	created    bool
+	created bool
+	// sandbox: the site is a sandbox (site.sandbox): its merchant moved
+	// its own transactions.
+	sandbox    bool
 	negLimit   int64
 	txs        []txRec
 	pids       pidSet
@@ -114,6 +117,8 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 		if p.NegativeLimit != nil {
 			a.negLimit = *p.NegativeLimit
 		}
+	case *events.SiteSandbox:
+		a.sandbox = p.Sandbox
 	case *events.TreasuryAdjusted:
 		if k := p.IdempotencyKey; k != "" {
 			if first, seen := a.adjKeys[k]; seen {
@@ -327,7 +332,7 @@ func (a *siteAudit) totals() (dep, wd map[string]Total) {
 // model with the full replay, and assembles the site's checks.
 func (a *siteAudit) report() SiteReport {
 	dep, wd := a.totals()
-	r := SiteReport{ID: a.id, Messages: a.msgs, Events: a.evs, FirstSeq: a.firstSeq, LastSeq: a.lastSeq,
+	r := SiteReport{ID: a.id, Sandbox: a.sandbox, Messages: a.msgs, Events: a.evs, FirstSeq: a.firstSeq, LastSeq: a.lastSeq,
 		Balance: a.agg.Balance, PendingWithdrawals: a.agg.PendingWithdrawals, Transactions: len(a.agg.Txs),
 		Adjustments: Total{Count: a.adjCount, Amount: a.adjSum}, Deposits: dep, Withdrawals: wd}
 	if a.agg.Cfg != nil {

@@ -207,6 +207,32 @@ func (c *Client) Banks(ctx context.Context, kind, lang string) ([]Method, error)
 	return out, nil
 }
 
+// Sandbox actions: what an operator does to a live site's transactions, a
+// sandbox site's merchant does to its own (docs/merchant-api.md "Sandbox
+// sites"). A live site is refused with the code forbidden.
+const (
+	SandboxApprove          = "deposits/approve" // form: amount (optional)
+	SandboxRejectDeposit    = "deposits/reject"  // form: reason (optional)
+	SandboxExpire           = "deposits/expire"  // expires the deposit now
+	SandboxProcess          = "withdrawals/process"
+	SandboxPay              = "withdrawals/pay"    // form: reference (optional)
+	SandboxRejectWithdrawal = "withdrawals/reject" // form: reason (optional)
+)
+
+// Sandbox moves a sandbox site's own transaction: action is one of the
+// Sandbox constants, form its optional fields.
+func (c *Client) Sandbox(ctx context.Context, action, txID string, form url.Values) (*Transaction, error) {
+	kind, verb, ok := strings.Cut(action, "/")
+	if !ok {
+		return nil, fmt.Errorf("sandbox action %q: use one of the client.Sandbox constants", action)
+	}
+	var tx Transaction
+	if err := c.call(ctx, http.MethodPost, "/v1/sandbox/"+kind+"/"+url.PathEscape(txID)+"/"+verb, form.Encode(), &tx); err != nil {
+		return nil, err
+	}
+	return &tx, c.checkHash(&tx)
+}
+
 // StreamEvent is one callback as GET /v1/callbacks/stream carries it:
 // what its delivery would send, headers (signed when sent) and body.
 type StreamEvent struct {

@@ -323,3 +323,37 @@ func TestVerifyWebhook(t *testing.T) {
 		})
 	}
 }
+
+// A sandbox site's merchant moves its own transactions; a live site's is
+// refused.
+func TestClient_sandbox(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	sb := g.NewSite(map[string]any{"sandbox": true}, 100_000)
+	live := g.NewSite(nil, 0)
+	ctx := context.Background()
+	c := client.New(g.URL, sb.AppKey, sb.Secret)
+	d, err := c.CreateDeposit(ctx, deposit("s-1", "u1", 25000))
+	require.NoError(t, err)
+	got, err := c.Sandbox(ctx, client.SandboxApprove, d.TransactionID, url.Values{"amount": {"24000"}})
+	require.NoError(t, err)
+	assert.Equal(t, client.StatusApproved, got.Status)
+	assert.Equal(t, int64(24000), got.Amount)
+	w, err := c.CreateWithdrawal(ctx, client.WithdrawalRequest{BankID: "ZAINCASH", ProcessID: "sw-1", Amount: 1000,
+		UserID: "u9", UserName: "u9", Name: "Sara", AccountName: "Sara", IBAN: "07712345678"})
+	require.NoError(t, err)
+	for _, a := range []string{client.SandboxProcess, client.SandboxPay} {
+		_, err := c.Sandbox(ctx, a, w.TransactionID, nil)
+		require.NoError(t, err, a)
+	}
+	_, err = c.Sandbox(ctx, client.SandboxPay, w.TransactionID, nil)
+	assert.Equal(t, "invalid_transition", client.Code(err))
+	_, err = c.Sandbox(ctx, "refund", w.TransactionID, nil)
+	assert.ErrorContains(t, err, "use one of the client.Sandbox constants")
+
+	lc := client.New(g.URL, live.AppKey, live.Secret)
+	ld, err := lc.CreateDeposit(ctx, deposit("l-1", "u1", 25000))
+	require.NoError(t, err)
+	_, err = lc.Sandbox(ctx, client.SandboxApprove, ld.TransactionID, nil)
+	assert.Equal(t, "forbidden", client.Code(err))
+}

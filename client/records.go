@@ -34,6 +34,9 @@ type Transaction struct {
 	// A withdrawal's.
 	AccountName string `json:"accountName,omitempty"`
 	IBAN        string `json:"iban,omitempty"`
+
+	// Sandbox marks a sandbox site's transaction.
+	Sandbox bool `json:"sandbox,omitempty"`
 }
 
 // Transaction types and statuses.

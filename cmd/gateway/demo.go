@@ -16,12 +16,22 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/ledger"
 	"gateway/records"
 )
 
-// demoSiteID is fixed so --demo finds its site again on every start.
-const demoSiteID = "demo"
+// demoSiteID and sandboxSiteID are fixed so --demo finds its sites again
+// on every start.
+const (
+	demoSiteID    = "demo"
+	sandboxSiteID = "sandbox"
+)
+
+// sandboxCallbackURL is where the demo sandbox site's callbacks go until
+// the merchant follows them with `merchant listen`: nowhere (the discard
+// port), so they wait in the delivery log.
+const sandboxCallbackURL = "http://127.0.0.1:9/callbacks"
 
 // demoBanks are the common Iraqi methods, with made-up recipient accounts.
 var demoBanks = []aggregates.CreateBank{
@@ -60,23 +70,18 @@ func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, 
 			return fmt.Errorf("method %s: %w", b.Code, err)
 		}
 	}
-	if _, ok := led.SiteConfig(demoSiteID); !ok {
-		name, limit, hosted := "Demo Store", int64(-1_000_000), true
-		_, err := led.Execute(ctx, demoSiteID, aggregates.CreateSite{AppKey: "ak_demo_" + randomHex(8), Secret: randomHex(24),
-			WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)),
-			Settings:      aggregates.SiteSettings{Name: &name, NegativeLimit: &limit, HostedPage: &hosted}}, events.ActorSystem)
-		if err != nil && !errors.Is(err, aggregates.ErrSiteExists) {
-			return fmt.Errorf("demo site: %w", err)
-		}
-		if err == nil {
-			if _, err := led.Execute(ctx, demoSiteID, aggregates.AdjustTreasury{Amount: 10_000_000, Reason: "demo opening balance"},
-				events.ActorSystem); err != nil {
-				return fmt.Errorf("demo balance: %w", err)
-			}
-		}
+	name, limit, hosted := "Demo Store", int64(-1_000_000), true
+	if err := demoSite(ctx, led, demoSiteID, aggregates.SiteSettings{Name: &name, NegativeLimit: &limit, HostedPage: &hosted}); err != nil {
+		return err
+	}
+	sbName, sandbox, cbURL := "Demo Sandbox", true, sandboxCallbackURL
+	if err := demoSite(ctx, led, sandboxSiteID, aggregates.SiteSettings{Name: &sbName, NegativeLimit: &limit, HostedPage: &hosted,
+		Sandbox: &sandbox, CallbackURL: &cbURL}); err != nil {
+		return err
 	}
 	cfg, ok := led.SiteConfig(demoSiteID)
-	if !ok {
+	sb, sbOK := led.SiteConfig(sandboxSiteID)
+	if !ok || !sbOK {
 		return errors.New("demo site missing after creation")
 	}
 	bal, err := reader.BalanceOf(ctx, demoSiteID)
@@ -103,6 +108,38 @@ Try a signed deposit:
     --data '%s'
 
 `, cfg.Name, demoSiteID, bal.Balance, cfg.AppKey, cfg.Secret, cfg.WebhookSecret, base, cfg.AppKey, sign, body)
+	fmt.Fprintf(out, `Sandbox site %q (id %s): its merchant moves its own transactions, no operator needed
+  appKey         %s
+  secret         %s
+  webhookSecret  %s
+Try the whole flow with the merchant CLI (callbacks reach your laptop through listen):
+  export GATEWAY_URL=%s GATEWAY_APP_KEY=%s GATEWAY_SECRET=%s
+  go run ./cmd/merchant listen -forward-to http://localhost:3000/callbacks &
+  go run ./cmd/merchant deposit -bank ZAINCASH -process-id try-1 -amount 25000 -user-id u-1 -user-name ali_k -name 'Ali Kareem'
+  go run ./cmd/merchant sandbox approve -amount 24000 <transactionId>
+
+`, sb.Name, sandboxSiteID, sb.AppKey, sb.Secret, sb.WebhookSecret, base, sb.AppKey, sb.Secret)
+	return nil
+}
+
+// demoSite creates a demo site with settings and a treasury of 10,000,000
+// IQD when it is missing.
+func demoSite(ctx context.Context, led *ledger.Ledger, id string, st aggregates.SiteSettings) error {
+	if _, ok := led.SiteConfig(ids.SiteID(id)); ok {
+		return nil
+	}
+	_, err := led.Execute(ctx, ids.SiteID(id), aggregates.CreateSite{AppKey: "ak_" + id + "_" + randomHex(8), Secret: randomHex(24),
+		WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)), Settings: st}, events.ActorSystem)
+	if errors.Is(err, aggregates.ErrSiteExists) {
+		return nil // another process created it meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("demo site %s: %w", id, err)
+	}
+	if _, err := led.Execute(ctx, ids.SiteID(id), aggregates.AdjustTreasury{Amount: 10_000_000, Reason: "demo opening balance"},
+		events.ActorSystem); err != nil {
+		return fmt.Errorf("demo site %s balance: %w", id, err)
+	}
 	return nil
 }
 

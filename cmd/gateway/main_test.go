@@ -675,8 +675,8 @@ func TestDemoIsIdempotent(t *testing.T) {
 		var text string
 		testkit.Eventually(t, testkit.WaitFor, func() bool {
 			text = out.String()
-			return strings.Contains(text, "--data '")
-		}, "the demo request printed")
+			return strings.Contains(text, "--data '") && strings.Contains(text, "merchant sandbox approve")
+		}, "the demo request and the sandbox's printed")
 		line := func(prefix string) string {
 			for _, l := range strings.Split(text, "\n") {
 				if f := strings.Fields(l); len(f) == 2 && f[0] == prefix {
@@ -696,6 +696,11 @@ func TestDemoIsIdempotent(t *testing.T) {
 		var banks []map[string]any
 		opsCall(t, "http://"+addr, "GET", "/ops/v1/banks", nil, &banks)
 		assert.Len(t, banks, 6)
+		// The sandbox site, its callbacks waiting for `merchant listen`.
+		var sb map[string]any
+		opsCall(t, "http://"+addr, "GET", "/ops/v1/sites/sandbox", nil, &sb)
+		assert.Equal(t, true, sb["sandbox"])
+		assert.Equal(t, "http://127.0.0.1:9/callbacks", sb["callbackUrl"])
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, cmd.Wait())
 	}

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -38,6 +39,8 @@ commands:
   balance    the site's treasury
   banks      the enabled methods ([-type deposit|withdraw] [-lang en|ar|ku])
   sign       the sign header of a body or query: sign 'amount=25000&…' (or - for standard input)
+  sandbox    move a sandbox site's own transaction: sandbox approve|reject|expire|process|pay|reject-withdrawal
+             <transactionId> [-amount N] [-reason TEXT] [-reference TEXT]
   listen     forward the site's callbacks to a local URL: listen -forward-to http://localhost:3000/callbacks
              ([-after WEBHOOK_ID] to start after an event instead of from now on)
 
@@ -133,6 +136,34 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return code
 		}
 		return listen(ctx, c, *to, *after, stdout, stderr)
+	case "sandbox":
+		if len(rest) == 0 {
+			fmt.Fprintln(stderr, "merchant sandbox: give an action: approve, reject, expire, process, pay or reject-withdrawal")
+			return 2
+		}
+		action, ok := sandboxActions[rest[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "merchant sandbox: unknown action %q\n", rest[0])
+			return 2
+		}
+		sub := newSub("sandbox "+rest[0], stderr)
+		amount := sub.String("amount", "", "approve: the amount received")
+		reason := sub.String("reason", "", "reject: the reason")
+		ref := sub.String("reference", "", "pay: the payment's reference")
+		if code := sub.parse(rest[1:]); code != 0 {
+			return code
+		}
+		if sub.NArg() != 1 {
+			fmt.Fprintln(stderr, "merchant sandbox: give the transactionId")
+			return 2
+		}
+		form := url.Values{}
+		for k, v := range map[string]string{"amount": *amount, "reason": *reason, "reference": *ref} {
+			if v != "" {
+				form.Set(k, v)
+			}
+		}
+		out, err = c.Sandbox(ctx, action, sub.Arg(0), form)
 	case "balance":
 		if code := newSub("balance", stderr).parse(rest); code != 0 {
 			return code
@@ -160,6 +191,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 1
 	}
 	return 0
+}
+
+// sandboxActions are the sandbox command's actions.
+var sandboxActions = map[string]string{
+	"approve": client.SandboxApprove, "reject": client.SandboxRejectDeposit, "expire": client.SandboxExpire,
+	"process": client.SandboxProcess, "pay": client.SandboxPay, "reject-withdrawal": client.SandboxRejectWithdrawal,
 }
 
 // failed prints a call's failure: a refusal with its code, message, field

@@ -64,6 +64,11 @@ func TestMerchantCLI(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"name": "ZAINCASH ar"`)
 
+	// A live site cannot use the sandbox's actions.
+	code, _, stderr = cli(t, env, "", "sandbox", "approve", d.TransactionID)
+	require.Equal(t, 1, code)
+	assert.Contains(t, stderr, "error: 403 forbidden")
+
 	// The flags win over the environment.
 	code, _, stderr = cli(t, env, "", "-secret", "wrong", "balance")
 	require.Equal(t, 1, code)
@@ -102,6 +107,9 @@ func TestMerchantCLI(t *testing.T) {
 		{"sign without secret", nil, []string{"sign", "x"}, "GATEWAY_SECRET) missing"},
 		{"sign of nothing", env, []string{"sign"}, "give the body of a POST"},
 		{"listen nowhere", env, []string{"listen"}, "-forward-to missing"},
+		{"sandbox without action", env, []string{"sandbox"}, "give an action"},
+		{"sandbox, unknown action", env, []string{"sandbox", "refund", "x"}, `unknown action "refund"`},
+		{"sandbox without id", env, []string{"sandbox", "approve"}, "give the transactionId"},
 		{"listen to a file", env, []string{"listen", "-forward-to", "file:///tmp/x"}, "must be an http or https URL"},
 	}
 	for _, u := range usage {
@@ -135,6 +143,27 @@ func (s *syncBuffer) String() string {
 // TestMerchantCLI_listen: callbacks of a site without a public URL reach a
 // local receiver through `merchant listen`, signed as the gateway signs
 // them (the Standard Webhooks library verifies them), in order, once each.
+// TestMerchantCLI_sandbox: a sandbox site's merchant moves its own
+// transactions from the terminal.
+func TestMerchantCLI_sandbox(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	sb := g.NewSite(map[string]any{"sandbox": true}, 0)
+	env := map[string]string{"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": sb.AppKey, "GATEWAY_SECRET": sb.Secret}
+	code, out, stderr := cli(t, env, "", "deposit", "-bank", "ZAINCASH", "-process-id", "s-1", "-amount", "25000",
+		"-user-id", "u1", "-user-name", "ali_k", "-name", "Ali Kareem")
+	require.Equal(t, 0, code, stderr)
+	var d client.Transaction
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	code, out, stderr = cli(t, env, "", "sandbox", "approve", "-amount", "24000", d.TransactionID)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, `"status": "approved"`)
+	assert.Contains(t, out, `"amount": 24000`)
+	code, _, stderr = cli(t, env, "", "sandbox", "expire", d.TransactionID)
+	require.Equal(t, 1, code)
+	assert.Contains(t, stderr, "invalid_transition")
+}
+
 func TestMerchantCLI_listen(t *testing.T) {
 	g := gatewaytest.Start(t)
 	g.NewMethod("ZAINCASH", "PHONE")
