@@ -140,9 +140,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestMerchantCLI_listen: callbacks of a site without a public URL reach a
-// local receiver through `merchant listen`, signed as the gateway signs
-// them (the Standard Webhooks library verifies them), in order, once each.
+// TestMerchantCLI_listen: callbacks of a sandbox site without a public URL,
+// whose merchant approves and rejects its own deposits, reach a local
+// receiver through `merchant listen`, signed as the gateway signs them
+// (the Standard Webhooks library verifies them), in order, once each.
 // TestMerchantCLI_sandbox: a sandbox site's merchant moves its own
 // transactions from the terminal.
 func TestMerchantCLI_sandbox(t *testing.T) {
@@ -167,7 +168,7 @@ func TestMerchantCLI_sandbox(t *testing.T) {
 func TestMerchantCLI_listen(t *testing.T) {
 	g := gatewaytest.Start(t)
 	g.NewMethod("ZAINCASH", "PHONE")
-	site := g.NewSite(nil, 100_000) // no callbackUrl
+	site := g.NewSite(map[string]any{"sandbox": true}, 100_000) // no callbackUrl
 	type got struct{ id, typ, tx string }
 	var mu sync.Mutex
 	var received []got
@@ -212,8 +213,11 @@ func TestMerchantCLI_listen(t *testing.T) {
 	require.NoError(t, err)
 	d2, err := c.CreateDeposit(ctx, deposit("l-2", "u2", 30000))
 	require.NoError(t, err)
-	g.Approve(d1.TransactionID, 24000)
-	g.Ops("POST", "/ops/v1/deposits/"+d2.TransactionID+"/reject", map[string]any{"reason": "no transfer"}, nil)
+	// The merchant settles its sandbox deposits itself, from the terminal.
+	for _, args := range [][]string{{"sandbox", "approve", "-amount", "24000", d1.TransactionID}, {"sandbox", "reject", d2.TransactionID}} {
+		code, _, stderr := cli(t, env, "", args...)
+		require.Equal(t, 0, code, stderr)
+	}
 	want := []got{{"", "deposit.approved", d1.TransactionID}, {"", "deposit.rejected", d2.TransactionID}}
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		mu.Lock()
