@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,13 @@ type PayWithdrawal struct {
 	Reference string
 }
 
+// SandboxCallback asks for a test callback of Type about a transaction of
+// a sandbox site.
+type SandboxCallback struct {
+	TxID ids.TxID
+	Type string
+}
+
 // RejectWithdrawal releases a withdrawal's reservation.
 type RejectWithdrawal struct {
 	TxID   ids.TxID
@@ -119,6 +127,7 @@ type RejectWithdrawal struct {
 }
 
 func (CreateSite) siteCommand()        {}
+func (SandboxCallback) siteCommand()   {}
 func (UpdateSite) siteCommand()        {}
 func (RotateSecret) siteCommand()      {}
 func (AdjustTreasury) siteCommand()    {}
@@ -257,6 +266,18 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 			return Decision{Tx: i}, ErrNotDue
 		}
 		return one(i, &events.DepositExpired{TxID: txID})
+	case SandboxCallback:
+		if !s.Cfg.Sandbox {
+			return Decision{Tx: i}, ErrNotSandbox
+		}
+		kind, _, _ := strings.Cut(c.Type, ".")
+		if !slices.Contains(callbackTypes, c.Type) {
+			return Decision{Tx: i}, fieldErr("type", ErrInvalidRequest, "type must be one of %s", strings.Join(callbackTypes, ", "))
+		}
+		if kind != tx.Kind.String() {
+			return Decision{Tx: i}, fieldErr("type", ErrInvalidRequest, "%s is not a callback of a %s", c.Type, tx.Kind)
+		}
+		return one(i, &events.SandboxCallback{TxID: txID, Type: c.Type})
 	case ProcessWithdrawal:
 		if tx.Kind != KindWithdrawal || tx.Status != StatusPending {
 			return s.refuse(i, tx, "process")
@@ -291,6 +312,8 @@ func (s *Site) target(cmd Command) (string, int32, *Tx, error) {
 	case RejectDeposit:
 		id = c.TxID
 	case ExpireDeposit:
+		id = c.TxID
+	case SandboxCallback:
 		id = c.TxID
 	case ProcessWithdrawal:
 		id = c.TxID
@@ -464,6 +487,9 @@ func checkText(field, v string, max int) error {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// callbackTypes are the callbacks a sandbox site may ask a test of.
+var callbackTypes = []string{"deposit.approved", "deposit.rejected", "deposit.expired", "withdrawal.paid", "withdrawal.rejected"}
 
 // Fingerprint hashes the parameters an idempotent repeat must match.
 func Fingerprint(k Kind, amount int64, bankID, userID string) uint64 {

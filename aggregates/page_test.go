@@ -123,3 +123,31 @@ func TestSandbox_site(t *testing.T) {
 		assert.Equal(t, StatusExpired, f.s.Txs[i].Status)
 	}
 }
+
+// A test callback is asked of a sandbox site's transaction, of its kind,
+// and changes nothing.
+func TestSandbox_callback(t *testing.T) {
+	sb := newFixture(t, SiteSettings{Sandbox: ptr(true)})
+	i := sb.deposit("d1", "u1", 5000)
+	id := ids.NewTx(sb.s.ID, i)
+	before := sb.s.Txs[i]
+	d := sb.do(SandboxCallback{TxID: id, Type: "deposit.approved"})
+	require.Len(t, d.Events, 1)
+	p := d.Events[0].Payload.(*events.SandboxCallback)
+	assert.Equal(t, "deposit.approved", p.Type)
+	assert.Equal(t, string(id), p.TxID)
+	assert.Equal(t, before.Status, sb.s.Txs[i].Status)
+	assert.Equal(t, before.Amount, sb.s.Txs[i].Amount)
+	for _, typ := range []string{"withdrawal.paid", "deposit.refunded", ""} {
+		_, err := sb.try(SandboxCallback{TxID: id, Type: typ})
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe, typ)
+		assert.Equal(t, "type", fe.Field)
+	}
+	_, err := sb.try(SandboxCallback{TxID: ids.NewTx(sb.s.ID, 99), Type: "deposit.approved"})
+	assert.ErrorIs(t, err, ErrNotFound)
+	live := newFixture(t, SiteSettings{})
+	j := live.deposit("d1", "u1", 5000)
+	_, err = live.try(SandboxCallback{TxID: ids.NewTx(live.s.ID, j), Type: "deposit.approved"})
+	assert.ErrorIs(t, err, ErrNotSandbox)
+}

@@ -573,7 +573,7 @@ func (t *term) dispatch(m jetstream.Msg) {
 		if fresh {
 			prev = t.track.observe(site, e)
 		}
-		typ := callbackType(e.Name)
+		typ := callbackType(e)
 		if typ == "" {
 			continue
 		}

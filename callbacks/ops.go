@@ -228,11 +228,11 @@ func (d *Dispatcher) message(ctx context.Context, seq uint64) (ids.SiteID, []eve
 
 // jobAt is the job of the callback at k in a site message's events.
 func jobAt(id string, k key, site ids.SiteID, evs []events.Event) (*job, error) {
-	if k.idx >= len(evs) || callbackType(evs[k.idx].Name) == "" {
+	if k.idx >= len(evs) || callbackType(evs[k.idx]) == "" {
 		return nil, notFound(id)
 	}
 	e := evs[k.idx]
-	return &job{id: id, k: k, site: site, tx: txOf(e), typ: callbackType(e.Name), ev: e, kick: make(chan struct{}, 1)}, nil
+	return &job{id: id, k: k, site: site, tx: txOf(e), typ: callbackType(e), ev: e, kick: make(chan struct{}, 1)}, nil
 }
 
 // resend runs in the active dispatcher.

@@ -28,8 +28,11 @@ const (
 // callbackType returns the callback type of a final-state event, or "" for
 // an event that triggers no callback. The mapping is explicit, like the
 // event names themselves: a future ".v2" of an event must be added here.
-func callbackType(name string) string {
-	switch name {
+func callbackType(e events.Event) string {
+	if p, ok := e.Payload.(*events.SandboxCallback); ok {
+		return p.Type // checked when it was asked for
+	}
+	switch e.Name {
 	case events.DepositApprovedName:
 		return TypeDepositApproved
 	case events.DepositRejectedName:
@@ -98,6 +101,11 @@ func asOf(rec records.Record, ev events.Event, secret string) records.Record {
 	case *events.WithdrawalRejected:
 		rec.Status = aggregates.StatusRejected.String()
 		rec.StatusReason = reason(p.Reason)
+	case *events.SandboxCallback:
+		// A test: the record as it is, in the status the type names.
+		_, st, _ := strings.Cut(p.Type, ".")
+		rec.Status = st
+		rec.StatusReason = reason("sandbox test callback")
 	}
 	rec.UpdatedAt = records.FormatTime(ev.Time)
 	rec.Hash = records.ResponseHash(secret, rec.TransactionID, rec.BankID, rec.Amount)
@@ -119,11 +127,14 @@ func body(typ string, ev events.Event, rec records.Record, prev string) ([]byte,
 	data = append(data[:len(data)-1], `,"previousStatus":`...)
 	data = append(data, ps...)
 	data = append(data, '}')
+	_, test := ev.Payload.(*events.SandboxCallback)
 	return json.Marshal(struct {
 		Type      string          `json:"type"`
 		Timestamp string          `json:"timestamp"`
 		Data      json.RawMessage `json:"data"`
-	}{typ, records.FormatTime(ev.Time), data})
+		// Test marks a sandbox site's test callback.
+		Test bool `json:"test,omitempty"`
+	}{typ, records.FormatTime(ev.Time), data, test})
 }
 
 // webhookKey is the HMAC key of a Standard Webhooks secret: the base64

@@ -71,7 +71,7 @@ func Stream(ctx context.Context, cfg StreamConfig, site ids.SiteID, after string
 				return fmt.Errorf("message %d: %w", m.Seq, err)
 			}
 			for i, e := range evs {
-				if m.Seq == next.seq && i < next.idx || callbackType(e.Name) == "" {
+				if m.Seq == next.seq && i < next.idx || callbackType(e) == "" {
 					continue
 				}
 				ev, err := streamEvent(ctx, cfg, site, m.Seq, i, e)
@@ -134,7 +134,7 @@ func streamEvent(ctx context.Context, cfg StreamConfig, site ids.SiteID, seq uin
 	if !ok {
 		return StreamEvent{}, fmt.Errorf("site %s: %w", site, aggregates.ErrSiteNotFound)
 	}
-	typ := callbackType(e.Name)
+	typ := callbackType(e)
 	b, err := body(typ, e, asOf(rec, e, sc.Secret), h.prev)
 	if err != nil {
 		return StreamEvent{}, err

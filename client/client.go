@@ -233,6 +233,18 @@ func (c *Client) Sandbox(ctx context.Context, action, txID string, form url.Valu
 	return &tx, c.checkHash(&tx)
 }
 
+// SandboxCallback asks a sandbox site's gateway for a test callback of typ
+// (deposit.approved, …) about one of its transactions: it is delivered
+// like the real ones, with "test": true, and changes nothing.
+func (c *Client) SandboxCallback(ctx context.Context, txID, typ string) (*Transaction, error) {
+	var tx Transaction
+	form := url.Values{"type": {typ}}.Encode()
+	if err := c.call(ctx, http.MethodPost, "/v1/sandbox/transactions/"+url.PathEscape(txID)+"/callbacks", form, &tx); err != nil {
+		return nil, err
+	}
+	return &tx, c.checkHash(&tx)
+}
+
 // StreamEvent is one callback as GET /v1/callbacks/stream carries it:
 // what its delivery would send, headers (signed when sent) and body.
 type StreamEvent struct {

@@ -30,6 +30,7 @@ const (
 	SiteWebhookSecretRotatedName = "site.webhook_secret_rotated.v1"
 	SitePageUpdatedName          = "site.page_updated.v1"
 	SiteSandboxName              = "site.sandbox.v1"
+	SandboxCallbackName          = "sandbox.callback_requested.v1"
 	TreasuryAdjustedName         = "treasury.adjusted.v2"
 	TreasuryAdjustedV1Name       = "treasury.adjusted.v1"
 	DepositRequestedName         = "deposit.requested.v1"
@@ -99,6 +100,8 @@ func (e Event) Tx() string {
 	case *WithdrawalPaid:
 		return p.TxID
 	case *WithdrawalRejected:
+		return p.TxID
+	case *SandboxCallback:
 		return p.TxID
 	}
 	return ""
@@ -290,6 +293,8 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &SitePageUpdated{}
 	case SiteSandboxName:
 		p = &SiteSandbox{}
+	case SandboxCallbackName:
+		p = &SandboxCallback{}
 	case SiteWebhookSecretRotatedName:
 		p = &SiteWebhookSecretRotated{}
 	case TreasuryAdjustedName, TreasuryAdjustedV1Name:

@@ -81,6 +81,19 @@ type SiteSandbox struct {
 // EventName implements Payload.
 func (*SiteSandbox) EventName() string { return SiteSandboxName }
 
+// SandboxCallback asks, on a sandbox site, for a test callback of Type
+// about a transaction, delivered like the real ones (and marked test). It
+// changes no state.
+type SandboxCallback struct {
+	TxID string `msgpack:"tx"`
+	// Type is a callback type: deposit.approved, deposit.rejected,
+	// deposit.expired, withdrawal.paid or withdrawal.rejected.
+	Type string `msgpack:"type"`
+}
+
+// EventName implements Payload.
+func (*SandboxCallback) EventName() string { return SandboxCallbackName }
+
 // SiteSecretRotated replaces the request-signing secret; the previous one
 // stays valid until PreviousValidUntil (Unix ms).
 type SiteSecretRotated struct {

@@ -242,7 +242,12 @@ func TestOpenAPI_merchant(t *testing.T) {
 		{"/v1/sandbox/withdrawals/" + wp + "/pay", form("reference", "R")},
 		{"/v1/sandbox/withdrawals/" + wr + "/reject", nil},
 	}
-	var sandboxCalls []mcall
+	testCallback := "/v1/sandbox/transactions/" + sa + "/callbacks"
+	sp.check(t, signed(sbx, "POST", testCallback, form("type", "deposit.approved"), ""), true, 200)
+	sp.check(t, signed(sbx, "POST", testCallback, form("type", "withdrawal.paid"), ""), true, 400)
+	sp.check(t, signed(st, "POST", testCallback, form("type", "deposit.approved"), ""), true, 403)
+	sp.check(t, signed(sbx, "POST", "/v1/sandbox/transactions/"+sbx.ID+"-999/callbacks", form("type", "deposit.approved"), ""), true, 404)
+	sandboxCalls := []mcall{{"POST", testCallback, "", form("type", "deposit.approved")}}
 	for _, c := range sandbox {
 		sp.check(t, signed(sbx, "POST", c.path, c.form, ""), true, 200)
 		sp.check(t, signed(sbx, "POST", c.path, c.form, ""), true, 409) // once is all

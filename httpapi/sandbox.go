@@ -45,6 +45,12 @@ func (s *Server) sandboxRoutes(r chi.Router) {
 	r.Post("/withdrawals/{id}/reject", s.sandboxAction([]string{"reason"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		return aggregates.RejectWithdrawal{TxID: id, Reason: orDefault(f.get("reason"), "rejected in the sandbox")}, nil
 	}))
+	r.Post("/transactions/{id}/callbacks", s.sandboxAction([]string{"type"}, func(id ids.TxID, f form) (aggregates.Command, error) {
+		if f.get("type") == "" {
+			return nil, errBad("invalid_request", "type", "type is required: the callback type to send")
+		}
+		return aggregates.SandboxCallback{TxID: id, Type: f.get("type")}, nil
+	}))
 }
 
 func orDefault(v, d string) string {

@@ -88,3 +88,34 @@ func TestSandbox(t *testing.T) {
 	raw := s.ops("GET", "/ops/v1/transactions/"+d1.TransactionID, nil)
 	require.Contains(t, string(raw.Raw), `"sandbox":true`)
 }
+
+// TestSandbox_testCallback: a sandbox site asks for a test callback of any
+// type about one of its transactions; it is delivered like the real ones,
+// marked test, and changes nothing.
+func TestSandbox_testCallback(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
+	s.seedBanks()
+	rcv := newReceiver(t, 200)
+	sb := s.newSite(map[string]any{"sandbox": true, "callbackUrl": rcv.url()}, 100_000)
+	live := s.newSite(nil, 0)
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+	d := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "tc-1", "u1", 25000)))
+
+	got := rec(t, s.post(sb, "/v1/sandbox/transactions/"+d.TransactionID+"/callbacks", url.Values{"type": {"deposit.rejected"}}))
+	require.Equal(t, "pending", got.Status, "a test changes nothing")
+	calls := rcv.waitCalls(t, d.TransactionID, 1)
+	body := string(calls[0].Body)
+	require.Contains(t, body, `"type":"deposit.rejected"`)
+	require.Contains(t, body, `"status":"rejected"`)
+	require.Contains(t, body, `"previousStatus":"pending"`)
+	require.Contains(t, body, `"test":true`)
+	requireSigned(t, calls[0], sb.WebhookSecret)
+	require.Equal(t, "pending", rec(t, s.get(sb, "/v1/transactions/"+d.TransactionID, "")).Status)
+
+	for _, c := range []struct{ typ, field string }{{"withdrawal.paid", "type"}, {"deposit.refunded", "type"}, {"", "type"}} {
+		requireErr(t, s.post(sb, "/v1/sandbox/transactions/"+d.TransactionID+"/callbacks", url.Values{"type": {c.typ}}), 400, "invalid_request", c.field)
+	}
+	ld := rec(t, s.post(live, pathDeposit, depositForm("ZAINCASH", "tc-2", "u1", 25000)))
+	requireErr(t, s.post(live, "/v1/sandbox/transactions/"+ld.TransactionID+"/callbacks", url.Values{"type": {"deposit.approved"}}), 403, "forbidden", "")
+}

@@ -40,7 +40,8 @@ commands:
   banks      the enabled methods ([-type deposit|withdraw] [-lang en|ar|ku])
   sign       the sign header of a body or query: sign 'amount=25000&…' (or - for standard input)
   sandbox    move a sandbox site's own transaction: sandbox approve|reject|expire|process|pay|reject-withdrawal
-             <transactionId> [-amount N] [-reason TEXT] [-reference TEXT]
+             <transactionId> [-amount N] [-reason TEXT] [-reference TEXT]; or ask for a test callback:
+             sandbox callback -type deposit.approved <transactionId>
   listen     forward the site's callbacks to a local URL: listen -forward-to http://localhost:3000/callbacks
              ([-after WEBHOOK_ID] to start after an event instead of from now on)
 
@@ -142,11 +143,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return 2
 		}
 		action, ok := sandboxActions[rest[0]]
-		if !ok {
+		if !ok && rest[0] != "callback" {
 			fmt.Fprintf(stderr, "merchant sandbox: unknown action %q\n", rest[0])
 			return 2
 		}
 		sub := newSub("sandbox "+rest[0], stderr)
+		typ := sub.String("type", "", "callback: the callback type to send")
 		amount := sub.String("amount", "", "approve: the amount received")
 		reason := sub.String("reason", "", "reject: the reason")
 		ref := sub.String("reference", "", "pay: the payment's reference")
@@ -156,6 +158,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if sub.NArg() != 1 {
 			fmt.Fprintln(stderr, "merchant sandbox: give the transactionId")
 			return 2
+		}
+		if rest[0] == "callback" {
+			out, err = c.SandboxCallback(ctx, sub.Arg(0), *typ)
+			break
 		}
 		form := url.Values{}
 		for k, v := range map[string]string{"amount": *amount, "reason": *reason, "reference": *ref} {

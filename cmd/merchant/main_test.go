@@ -163,6 +163,12 @@ func TestMerchantCLI_sandbox(t *testing.T) {
 	code, _, stderr = cli(t, env, "", "sandbox", "expire", d.TransactionID)
 	require.Equal(t, 1, code)
 	assert.Contains(t, stderr, "invalid_transition")
+	code, out, stderr = cli(t, env, "", "sandbox", "callback", "-type", "deposit.rejected", d.TransactionID)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, `"status": "approved"`, "a test changes nothing")
+	code, _, stderr = cli(t, env, "", "sandbox", "callback", "-type", "withdrawal.paid", d.TransactionID)
+	require.Equal(t, 1, code)
+	assert.Contains(t, stderr, "field:     type")
 }
 
 func TestMerchantCLI_listen(t *testing.T) {
