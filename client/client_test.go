@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,6 +104,27 @@ func TestClient(t *testing.T) {
 		{"wrong secret", func() error { _, err := client.New(g.URL, site.AppKey, "wrong").Balance(ctx); return err }, "invalid_signature", "sign"},
 		{"unknown appKey", func() error { _, err := client.New(g.URL, "ak_nope", site.Secret).Balance(ctx); return err }, "unknown_app_key", "appKey"},
 		{"bad type", func() error { _, err := c.Banks(ctx, "sideways", ""); return err }, "invalid_request", "type"},
+		{"outside the allowlist", func() error {
+			walled := g.NewSite(map[string]any{"ipAllowlist": []string{"203.0.113.0/24"}}, 0)
+			_, err := client.New(g.URL, walled.AppKey, walled.Secret).Balance(ctx)
+			return err
+		}, "not_authorized", ""},
+		{"rate limited", func() error {
+			limited := g.NewSite(map[string]any{"rateLimit": 1}, 0)
+			lc := client.New(g.URL, limited.AppKey, limited.Secret, client.WithRetries(1, 0))
+			var err error
+			for range 3 { // a burst of 2
+				_, err = lc.Balance(ctx)
+			}
+			return err
+		}, "rate_limited", ""},
+		{"too large", func() error {
+			r := deposit("c-9", "u9", 5000)
+			r.SenderName = strings.Repeat("x", 17<<10)
+			_, err := c.CreateDeposit(ctx, r)
+			return err
+		}, "body_too_large", ""},
+		{"a sandbox call on a live site", func() error { _, err := c.Sandbox(ctx, client.SandboxExpire, d.TransactionID, nil); return err }, "forbidden", ""},
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
