@@ -87,30 +87,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "deposit":
 		var r client.DepositRequest
 		sub := newSub("deposit", stderr)
-		sub.StringVar(&r.BankID, "bank", "", "the method's code or _id")
-		sub.StringVar(&r.ProcessID, "process-id", "", "your unique id of the transaction")
-		sub.Int64Var(&r.Amount, "amount", 0, "whole IQD")
-		sub.StringVar(&r.UserID, "user-id", "", "the end user's id")
-		sub.StringVar(&r.UserName, "user-name", "", "the end user's username")
-		sub.StringVar(&r.Name, "name", "", "the end user's full name")
+		sub.common(&r.BankID, &r.ProcessID, &r.Amount, &r.UserID, &r.UserName, &r.Name)
 		sub.StringVar(&r.SenderName, "sender-name", "", "the name on the paying wallet, if different")
 		sub.StringVar(&r.Lang, "lang", "", "en, ar or ku")
-		if code := sub.parse(rest, "bank", "process-id", "amount", "user-id", "user-name", "name"); code != 0 {
+		if code := sub.parse(rest, commonFlags...); code != 0 {
 			return code
 		}
 		out, err = c.CreateDeposit(ctx, r)
 	case "withdraw":
 		var r client.WithdrawalRequest
 		sub := newSub("withdraw", stderr)
-		sub.StringVar(&r.BankID, "bank", "", "the method's code or _id")
-		sub.StringVar(&r.ProcessID, "process-id", "", "your unique id of the transaction")
-		sub.Int64Var(&r.Amount, "amount", 0, "whole IQD")
-		sub.StringVar(&r.UserID, "user-id", "", "the end user's id")
-		sub.StringVar(&r.UserName, "user-name", "", "the end user's username")
-		sub.StringVar(&r.Name, "name", "", "the end user's full name")
+		sub.common(&r.BankID, &r.ProcessID, &r.Amount, &r.UserID, &r.UserName, &r.Name)
 		sub.StringVar(&r.AccountName, "account-name", "", "the recipient name at the wallet")
 		sub.StringVar(&r.IBAN, "iban", "", "the recipient's wallet, card or account number")
-		if code := sub.parse(rest, "bank", "process-id", "amount", "user-id", "user-name", "name", "account-name", "iban"); code != 0 {
+		if code := sub.parse(rest, append(commonFlags, "account-name", "iban")...); code != 0 {
 			return code
 		}
 		out, err = c.CreateWithdrawal(ctx, r)
@@ -259,6 +249,19 @@ func newSub(name string, stderr io.Writer) *sub {
 	fs := flag.NewFlagSet("merchant "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return &sub{fs, stderr}
+}
+
+// commonFlags are the flags of both creations, all required.
+var commonFlags = []string{"bank", "process-id", "amount", "user-id", "user-name", "name"}
+
+// common defines commonFlags into the request's fields.
+func (s *sub) common(bank, pid *string, amount *int64, user, userName, name *string) {
+	s.StringVar(bank, "bank", "", "the method's code or _id")
+	s.StringVar(pid, "process-id", "", "your unique id of the transaction")
+	s.Int64Var(amount, "amount", 0, "whole IQD")
+	s.StringVar(user, "user-id", "", "the end user's id")
+	s.StringVar(userName, "user-name", "", "the end user's username")
+	s.StringVar(name, "name", "", "the end user's full name")
 }
 
 // parse parses args and requires the flags named.
