@@ -25,6 +25,24 @@ import (
 
 func (s *Server) merchantRoutes(r chi.Router) {
 	r.Use(s.merchantAuth)
+	s.merchantEndpoints(r)
+}
+
+// merchantPath reports whether some merchant endpoint has path, for any
+// method.
+func (s *Server) merchantPath(path string) bool {
+	rel := strings.TrimPrefix(path, "/v1")
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodHead} {
+		if s.merchantPaths.Match(chi.NewRouteContext(), m, rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// merchantEndpoints registers the merchant API's endpoints on r (under
+// /v1; without the authentication, which merchantRoutes adds).
+func (s *Server) merchantEndpoints(r chi.Router) {
 	r.Post("/transactions/deposit", s.createDeposit)
 	r.Post("/transactions/withdraw", s.createWithdrawal)
 	r.Get("/banks", s.listBanks)
@@ -43,6 +61,12 @@ type ctxBody struct{}
 func (s *Server) merchantAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := info(r)
+		if !s.merchantPath(r.URL.Path) {
+			// No credentials make an unknown path known: say so first.
+			ri.unmatched = true
+			s.writeErr(w, r, &apiError{status: 404, code: "not_found", message: "no such endpoint"})
+			return
+		}
 		body, err := readBody(w, r)
 		if err != nil {
 			s.writeErr(w, r, err)

@@ -63,6 +63,9 @@ type Server struct {
 	router  chi.Router
 	// adminHash is the SHA-256 of the bootstrap admin token.
 	adminHash [32]byte
+	// merchantPaths has the merchant endpoints, to tell an unknown path
+	// before any credentials are checked.
+	merchantPaths *chi.Mux
 }
 
 // MaxBody is the largest merchant or operator request body (docs/merchant-api.md "Order of checks").
@@ -96,6 +99,8 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now),
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken))}
+	s.merchantPaths = chi.NewRouter()
+	s.merchantEndpoints(s.merchantPaths)
 	r := chi.NewRouter()
 	r.Use(withRequestID, s.observe, s.recoverer, s.deadline)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -108,3 +108,22 @@ func TestUnknownParams(t *testing.T) {
 	require.Equal(t, "en", rec(t, s.post(st, pathDeposit, dep)).Lang)
 	requireOK(t, s.get(st, "/v1/banks", "type=deposit&lang=ar"))
 }
+
+// TestUnknownMerchantPath: an unknown path is a 404 before any credential
+// is asked for; a known one is authenticated first.
+func TestUnknownMerchantPath(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	for _, p := range []string{"/v1/nope", "/v1/transactions/deposit/extra", "/v1/sandbox/deposits/x/refund", "/v1/"} {
+		requireErr(t, s.send(t, "GET", p, "", nil), 404, "not_found", "")
+		requireErr(t, s.send(t, "POST", p, "", nil), 404, "not_found", "")
+		requireErr(t, s.get(st, p, ""), 404, "not_found", "")
+	}
+	requireErr(t, s.send(t, "GET", "/v1/balance", "", nil), 401, "unknown_app_key", "appKey")
+	requireErr(t, s.send(t, "POST", "/v1/sandbox/deposits/x/approve", "", nil), 401, "unknown_app_key", "appKey")
+	requireErr(t, s.send(t, "DELETE", "/v1/balance", "", nil), 401, "unknown_app_key", "appKey")
+	r := s.send(t, "DELETE", "/v1/balance", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
+	requireErr(t, r, 405, "method_not_allowed", "")
+}

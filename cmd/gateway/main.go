@@ -86,6 +86,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: gateway [flags]            the payment gateway (merchant API /v1, operator API /ops/v1, console /console)\n"+
+			"       gateway callbacks [flags]  a process that only delivers callbacks (gateway callbacks -h)\n\nflags:")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.http, "http", env("GATEWAY_HTTP", "127.0.0.1:8080"), "listen address [GATEWAY_HTTP]")
 	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of an external NATS cluster, comma-separated; empty runs an embedded server [GATEWAY_NATS]")
 	fs.StringVar(&o.data, "data", env("GATEWAY_DATA", "./data"), "embedded server's JetStream directory [GATEWAY_DATA]")
