@@ -69,12 +69,15 @@ func unmarshalStrict(r *http.Request, body []byte, v any) error {
 			return errBad("invalid_request", "", "the body must be application/json")
 		}
 	}
+	if err := checkKeys(body, v); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, te.Type))
+			return errBad("invalid_request", te.Field, fmt.Sprintf("%s must be %s", te.Field, typeWords(te.Field, te.Type)))
 		}
 		// encoding/json has no typed error for DisallowUnknownFields; its
 		// message is `json: unknown field "name"`. Name the field.

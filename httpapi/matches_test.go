@@ -166,3 +166,42 @@ func TestMatches_refused(t *testing.T) {
 		})
 	}
 }
+
+// TestOpsBodies_exact: an operator body's keys are matched exactly, a null
+// that would leave a field unchanged is refused, and a value of the wrong
+// type is said in words; nothing is written.
+func TestOpsBodies_exact(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	banks := s.seedBanks()
+	st := s.newSite(map[string]any{"callbackUrl": "https://shop.example/cb"}, 0)
+	before := s.eventCount(t, st.ID)
+	raw := func(method, path, body string) resp {
+		return s.send(t, method, path, body, map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
+	}
+	for _, c := range []struct {
+		method, path, body, field, message string
+	}{
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"ratelimit":5}`, "ratelimit", "the field is rateLimit (names are matched exactly)"},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"CallbackURL":""}`, "CallbackURL", "the field is callbackUrl"},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"callbackUrl":null}`, "callbackUrl", `cannot be null; send "" to remove it`},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":null}`, "rateLimit", "cannot be null; leave the field out"},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":1.5}`, "rateLimit", "rateLimit must be an integer (no decimals, no quotes)"},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"negativeLimit":"-5"}`, "negativeLimit", "must be an integer number of IQD"},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"hostedPage":"yes"}`, "hostedPage", "hostedPage must be true or false"},
+		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":"5","reason":"x"}`, "amount", "amount must be an integer number of IQD"},
+		{"PATCH", "/ops/v1/banks/" + banks["ZAINCASH"].ID, `{"name":{"EN":"x","ar":"y","ku":"z"}}`, "name.EN", "the field is en"},
+		{"PATCH", "/ops/v1/banks/" + banks["ZAINCASH"].ID, `{"accounts":[{"accountName":"a","accountnumber":"1"}]}`, "accounts[0].accountnumber", "the field is accountNumber"},
+		{"POST", "/ops/v1/operators", `{"Name":"x","role":"auditor"}`, "Name", "the field is name"},
+	} {
+		t.Run(c.body, func(t *testing.T) {
+			r := raw(c.method, c.path, c.body)
+			requireErr(t, r, 400, "invalid_request", c.field)
+			require.Contains(t, r.Message, c.message)
+		})
+	}
+	require.Equal(t, before, s.eventCount(t, st.ID))
+	// "" still removes the callbackUrl.
+	requireOK(t, raw("PATCH", "/ops/v1/sites/"+st.ID, `{"callbackUrl":""}`))
+	require.Nil(t, decodeAny(t, s.ops("GET", "/ops/v1/sites/"+st.ID, nil))["callbackUrl"])
+}
