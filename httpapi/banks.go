@@ -9,6 +9,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
+	"gateway/records"
 )
 
 // bankBody is the body of method create and update.
@@ -52,7 +53,8 @@ func (s *Server) opsBanks(w http.ResponseWriter, r *http.Request) {
 	for _, b := range s.cfg.Ledger.Catalog().Banks() {
 		out = append(out, viewBank(b))
 	}
-	s.writeData(w, r, out)
+	// One page: the methods are few.
+	s.writeData(w, r, records.Page[bankView]{Items: out})
 }
 
 func (s *Server) createBank(w http.ResponseWriter, r *http.Request) {

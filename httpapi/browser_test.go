@@ -142,11 +142,22 @@ func signIn(t *testing.T, ctx context.Context, base, token, name string) {
 // fields given.
 func act(t *testing.T, ctx context.Context, action, id string, fields map[string]string) {
 	t.Helper()
-	steps(t, ctx, chromedp.Click(fmt.Sprintf(`button[data-action=%q][data-id=%q]`, action, id)), chromedp.WaitVisible("#dialog-ok"))
+	clickRow(t, ctx, action, id)
+	steps(t, ctx, chromedp.WaitVisible("#dialog-ok"))
 	for k, v := range fields {
 		steps(t, ctx, chromedp.SetValue("#dialog-"+k, v))
 	}
 	steps(t, ctx, chromedp.Click("#dialog-ok"))
+}
+
+// clickRow clicks a row's action button. The lists refresh themselves
+// every two seconds, replacing their rows, so a button found a moment
+// before may be gone: the click is the page's own, on the button there
+// now, tried again until one is there.
+func clickRow(t *testing.T, ctx context.Context, action, id string) {
+	t.Helper()
+	sel := fmt.Sprintf(`button[data-action=%q][data-id=%q]`, action, id)
+	waitFor(t, ctx, fmt.Sprintf(`(() => { const b = document.querySelector(%q); if (!b) return false; b.click(); return true })()`, sel), sel)
 }
 
 // status is a transaction's status as the operator API reads it.
@@ -205,8 +216,8 @@ func TestConsole_browser(t *testing.T) {
 		eval[string](t, customer, `window.loadedOnce = "yes"`)
 		shot(t, customer, "hosted-pending-en")
 
-		steps(t, op, chromedp.Click(fmt.Sprintf(`button[data-action="approve"][data-id=%q]`, d1.TransactionID)),
-			chromedp.WaitVisible("#dialog-amount"))
+		clickRow(t, op, "approve", d1.TransactionID)
+		steps(t, op, chromedp.WaitVisible("#dialog-amount"))
 		require.Equal(t, "25000", eval[string](t, op, `document.getElementById("dialog-amount").value`), "the requested amount by default")
 		steps(t, op, chromedp.SetValue("#dialog-amount", "24000"), chromedp.Click("#dialog-ok"))
 		waitFor(t, op, `document.getElementById("flash").textContent.includes("approved")`, "the result")
@@ -234,8 +245,8 @@ func TestConsole_browser(t *testing.T) {
 		waitFor(t, op, fmt.Sprintf(`!document.getElementById(%q)`, "tx-"+d2.TransactionID), "the queue")
 
 		// Two operators on one deposit: the second sees who was first.
-		steps(t, other, chromedp.Click(fmt.Sprintf(`button[data-action="approve"][data-id=%q]`, d4.TransactionID)),
-			chromedp.WaitVisible("#dialog-ok"))
+		clickRow(t, other, "approve", d4.TransactionID)
+		steps(t, other, chromedp.WaitVisible("#dialog-ok"))
 		act(t, op, "approve", d4.TransactionID, nil)
 		waitFor(t, op, `document.getElementById("flash").textContent.includes("approved")`, "the first approval")
 		steps(t, other, chromedp.Click("#dialog-ok"))

@@ -431,12 +431,13 @@ func TestHostileIDs_everyRoute(t *testing.T) {
 		slices.Sort(want)
 		r := s.opsT(t, "GET", "/ops/v1/sites", nil)
 		requireOK(t, r)
-		var listed []struct {
+		var listed page[struct {
 			ID string `json:"id"`
-		}
+		}]
 		r.decode(t, &listed)
+		require.Nil(t, listed.NextCursor)
 		var got []string
-		for _, l := range listed {
+		for _, l := range listed.Items {
 			got = append(got, l.ID)
 		}
 		slices.Sort(got)

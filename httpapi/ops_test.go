@@ -17,9 +17,10 @@ func siteCount(t *testing.T, s *stack) int {
 	t.Helper()
 	r := s.ops("GET", "/ops/v1/sites", nil)
 	requireOK(t, r)
-	var list []map[string]any
+	var list page[map[string]any]
 	r.decode(t, &list)
-	return len(list)
+	require.Nil(t, list.NextCursor)
+	return len(list.Items)
 }
 
 func TestOpsAuth(t *testing.T) {
@@ -307,9 +308,9 @@ func TestOpsBanks(t *testing.T) {
 	nBanks := func() int {
 		r := s.ops("GET", "/ops/v1/banks", nil)
 		requireOK(t, r)
-		var l []bankOut
+		var l page[bankOut]
 		r.decode(t, &l)
-		return len(l)
+		return len(l.Items)
 	}
 	n := nBanks()
 	cases := []struct {

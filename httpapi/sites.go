@@ -112,7 +112,7 @@ func (s *Server) listSites(w http.ResponseWriter, r *http.Request) {
 			out = append(out, viewSite(id, cfg))
 		}
 	}
-	s.writeData(w, r, out)
+	s.writeData(w, r, records.Page[siteView]{Items: out})
 }
 
 func (s *Server) getSite(w http.ResponseWriter, r *http.Request) {

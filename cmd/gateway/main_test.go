@@ -693,9 +693,9 @@ func TestDemoIsIdempotent(t *testing.T) {
 		e, err := merchant(c, "POST", "http://"+addr, "/v1/transactions/deposit", body)
 		require.NoError(t, err)
 		require.Equal(t, 200, e.Status, "printed demo request refused: %s", e.Code)
-		var banks []map[string]any
+		var banks struct{ Items []map[string]any }
 		opsCall(t, "http://"+addr, "GET", "/ops/v1/banks", nil, &banks)
-		assert.Len(t, banks, 6)
+		assert.Len(t, banks.Items, 6)
 		// The sandbox site, its callbacks waiting for `merchant listen`.
 		var sb map[string]any
 		opsCall(t, "http://"+addr, "GET", "/ops/v1/sites/sandbox", nil, &sb)
