@@ -52,6 +52,9 @@ type AdjustTreasury struct {
 	Reason         string
 	IdempotencyKey string
 	RequestHash    string
+	// AllowBelowLimit takes the treasury below its negative limit on
+	// purpose; without it such an adjustment is refused.
+	AllowBelowLimit bool
 }
 
 // Request holds the fields common to deposits and withdrawals.
@@ -222,8 +225,13 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if strings.TrimSpace(c.Reason) == "" || len(c.Reason) > maxTextLen {
 			return Decision{Tx: -1}, fieldErr("reason", ErrInvalidRequest, "reason is required (at most %d bytes)", maxTextLen)
 		}
+		if after := s.Available() + c.Amount; c.Amount < 0 && after < 0 && !c.AllowBelowLimit {
+			return Decision{Tx: -1}, &FieldError{Field: "amount", Err: ErrBelowLimit, Msg: fmt.Sprintf(
+				"the adjustment would take the treasury %d IQD below its negative limit (available is %d); send allowBelowLimit: true to apply it anyway",
+				-after, s.Available())}
+		}
 		return one(-1, &events.TreasuryAdjusted{Amount: c.Amount, Reason: c.Reason,
-			IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash})
+			IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash, AllowBelowLimit: c.AllowBelowLimit})
 	case RequestDeposit:
 		return s.decideDeposit(c, now, ev)
 	case RequestWithdrawal:

@@ -555,10 +555,11 @@ func TestAdjustTreasury(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, SiteSettings{})
 			for _, a := range tc.amounts {
-				d := f.do(AdjustTreasury{Amount: a, Reason: "top-up"})
+				below := f.s.Available()+a < 0
+				d := f.do(AdjustTreasury{Amount: a, Reason: "top-up", AllowBelowLimit: below})
 				require.Len(t, d.Events, 1)
 				assert.Equal(t, events.TreasuryAdjustedName, d.Events[0].Name)
-				assert.Equal(t, &events.TreasuryAdjusted{Amount: a, Reason: "top-up"}, d.Events[0].Payload)
+				assert.Equal(t, &events.TreasuryAdjusted{Amount: a, Reason: "top-up", AllowBelowLimit: below}, d.Events[0].Payload)
 				assert.Equal(t, int32(-1), d.Tx)
 			}
 			assert.Equal(t, tc.want, f.s.Balance)

@@ -11,6 +11,9 @@ var (
 	ErrInvalidRequest   = errors.New("invalid request")
 	ErrAmountOutOfRange = errors.New("amount out of range")
 	ErrUnknownBank      = errors.New("unknown bank")
+	// ErrBelowLimit refuses a treasury adjustment that would take the
+	// treasury below its negative limit without being told to.
+	ErrBelowLimit = errors.New("below the negative limit")
 	// ErrNotSandbox refuses a sandbox-only action on a live site.
 	ErrNotSandbox          = errors.New("not a sandbox site")
 	ErrInvalidIdentifier   = errors.New("invalid identifier")

@@ -144,7 +144,7 @@ func TestAdjustTreasury_idempotencyKey(t *testing.T) {
 		f.withdrawFunded(t)
 		d := f.do(adj(5000, "k1", hashA))
 		require.Len(t, d.Events, 1)
-		assert.Equal(t, "treasury.adjusted.v2", d.Events[0].Name)
+		assert.Equal(t, "treasury.adjusted.v3", d.Events[0].Name)
 		assert.Equal(t, &events.TreasuryAdjusted{Amount: 5000, Reason: "top-up", IdempotencyKey: "k1", RequestHash: hashA}, d.Events[0].Payload)
 		a, ok := f.s.KeyedAdjustment("k1")
 		require.True(t, ok)

@@ -151,3 +151,22 @@ func TestSandbox_callback(t *testing.T) {
 	_, err = live.try(SandboxCallback{TxID: ids.NewTx(live.s.ID, j), Type: "deposit.approved"})
 	assert.ErrorIs(t, err, ErrNotSandbox)
 }
+
+// An adjustment that takes the treasury below its negative limit needs
+// allowBelowLimit, which its event records; one that stays above, or
+// adds money, does not.
+func TestAdjustTreasury_belowLimit(t *testing.T) {
+	f := newFixture(t, SiteSettings{NegativeLimit: ptr(int64(-1000))})
+	f.do(AdjustTreasury{Amount: 5000, Reason: "opening"})
+	f.do(AdjustTreasury{Amount: -6000, Reason: "to the limit"}) // available 6000 → 0
+	_, err := f.try(AdjustTreasury{Amount: -1, Reason: "one more"})
+	assert.ErrorIs(t, err, ErrBelowLimit)
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "amount", fe.Field)
+	assert.Contains(t, fe.Msg, "1 IQD below its negative limit (available is 0)")
+	d := f.do(AdjustTreasury{Amount: -1, Reason: "on purpose", AllowBelowLimit: true})
+	assert.True(t, d.Events[0].Payload.(*events.TreasuryAdjusted).AllowBelowLimit)
+	assert.Equal(t, int64(-1), f.s.Available())
+	f.do(AdjustTreasury{Amount: 10, Reason: "a credit is always taken"})
+}

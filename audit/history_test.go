@@ -68,7 +68,7 @@ func TestHistory_readableLines(t *testing.T) {
 	}
 	assert.Contains(t, lines[0], "2026-11-23T01:02:03.004Z op-1 site.created.v2 id=h1 name=\"Hosted Shop\" appKey=ak_1 secret=[redacted] webhookSecret=[redacted]")
 	assert.NotContains(t, lines[0], "idempotencyKey", "an unkeyed creation shows no key")
-	assert.Contains(t, lines[1], "treasury.adjusted.v2 amount=500000 reason=\"opening balance\" idempotencyKey=\"top-up 1\" requestHash=ab12")
+	assert.Contains(t, lines[1], "treasury.adjusted.v3 amount=500000 reason=\"opening balance\" idempotencyKey=\"top-up 1\" requestHash=ab12")
 	assert.Contains(t, lines[2], "merchant deposit.requested.v1 tx=h1-1 processId=p1 bankId=b1 bank=ZAINCASH")
 	assert.Contains(t, lines[2], "amount=25000")
 	assert.Contains(t, lines[2], "hostedToken=[redacted]")

@@ -31,7 +31,8 @@ const (
 	SitePageUpdatedName          = "site.page_updated.v1"
 	SiteSandboxName              = "site.sandbox.v1"
 	SandboxCallbackName          = "sandbox.callback_requested.v1"
-	TreasuryAdjustedName         = "treasury.adjusted.v2"
+	TreasuryAdjustedName         = "treasury.adjusted.v3"
+	TreasuryAdjustedV2Name       = "treasury.adjusted.v2"
 	TreasuryAdjustedV1Name       = "treasury.adjusted.v1"
 	DepositRequestedName         = "deposit.requested.v1"
 	DepositApprovedName          = "deposit.approved.v1"
@@ -297,7 +298,7 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &SandboxCallback{}
 	case SiteWebhookSecretRotatedName:
 		p = &SiteWebhookSecretRotated{}
-	case TreasuryAdjustedName, TreasuryAdjustedV1Name:
+	case TreasuryAdjustedName, TreasuryAdjustedV2Name, TreasuryAdjustedV1Name:
 		p = &TreasuryAdjusted{}
 	case DepositRequestedName:
 		p = &DepositRequested{}

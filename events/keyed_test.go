@@ -88,6 +88,23 @@ func TestDecode_v1UpcastsToTheKeyedPayloads(t *testing.T) {
 	}
 }
 
+// A treasury.adjusted.v3, written before allowBelowLimit existed, reads
+// as v3 without it.
+func TestDecode_treasuryAdjustedV2(t *testing.T) {
+	type v2 struct {
+		Amount         int64  `msgpack:"amount"`
+		Reason         string `msgpack:"reason"`
+		IdempotencyKey string `msgpack:"idempotencyKey,omitempty"`
+		RequestHash    string `msgpack:"requestHash,omitempty"`
+	}
+	data, err := msgpack.Marshal(&v2{Amount: -5, Reason: "fee", IdempotencyKey: "k", RequestHash: "h"})
+	require.NoError(t, err)
+	got, err := Decode(storedMessage(t, TreasuryAdjustedV2Name, data))
+	require.NoError(t, err)
+	assert.Equal(t, &TreasuryAdjusted{Amount: -5, Reason: "fee", IdempotencyKey: "k", RequestHash: "h"}, got[0].Payload)
+	assert.Equal(t, TreasuryAdjustedV2Name, got[0].Name)
+}
+
 func TestDecode_keyedPayloads(t *testing.T) {
 	const key, hash = "retry-1", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 	tests := []struct {
@@ -100,8 +117,8 @@ func TestDecode_keyedPayloads(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.v2, func(t *testing.T) {
-			assert.Equal(t, tc.v2, tc.p.EventName(), "writers emit v2")
-			assert.Regexp(t, `\.v2$`, tc.v2)
+			assert.Equal(t, tc.v2, tc.p.EventName(), "writers emit the newest")
+			assert.Regexp(t, `\.v[23]$`, tc.v2)
 			assert.Regexp(t, `\.v1$`, tc.v1)
 
 			b, _, err := Seal([32]byte{}, []Event{{Name: tc.p.EventName(), Time: 1, Actor: "op", Payload: tc.p}})

@@ -115,7 +115,8 @@ type SiteWebhookSecretRotated struct {
 func (*SiteWebhookSecretRotated) EventName() string { return SiteWebhookSecretRotatedName }
 
 // TreasuryAdjusted credits (positive) or debits (negative) the site
-// treasury. Written as treasury.adjusted.v2; treasury.adjusted.v1 decodes
+// treasury. Written as treasury.adjusted.v3 (v2 is v3 without
+// allowBelowLimit); treasury.adjusted.v1 decodes
 // into it without a key.
 type TreasuryAdjusted struct {
 	Amount int64  `msgpack:"amount"`
@@ -127,6 +128,9 @@ type TreasuryAdjusted struct {
 	// RequestHash is the SHA-256 (hex) of the request body that came with
 	// IdempotencyKey: a repeat must send the same body.
 	RequestHash string `msgpack:"requestHash,omitempty"`
+	// AllowBelowLimit: the operator took the treasury below its negative
+	// limit on purpose (false in v1 and v2, which never checked).
+	AllowBelowLimit bool `msgpack:"allowBelowLimit,omitempty"`
 }
 
 // EventName implements Payload.

@@ -61,6 +61,7 @@ var errorTable = []errorRule{
 	{aggregates.ErrProcessIDConflict, 409, "process_id_conflict", "", "processId was already used with different parameters"},
 	{aggregates.ErrInvalidTransition, 409, "invalid_transition", "", "the transaction cannot move that way"},
 	{aggregates.ErrNotDue, 409, "invalid_transition", "", "the deposit has not reached its expiry"},
+	{aggregates.ErrBelowLimit, 409, "conflict", "amount", "the adjustment would take the treasury below its negative limit"},
 	{aggregates.ErrNotSandbox, 403, "forbidden", "", "this is not a sandbox site: only an operator moves its transactions"},
 	{aggregates.ErrSiteExists, 409, "conflict", "", "it already exists"},
 	{aggregates.ErrBankExists, 409, "conflict", "", "it already exists"},

@@ -238,7 +238,7 @@ func TestOpsAdjustments(t *testing.T) {
 	}{
 		{`{"amount":100000,"reason":"top-up"}`, 100000},
 		{`{"amount":-30000,"reason":"fee"}`, 70000},
-		{`{"amount":-80000,"reason":"correction"}`, -10000},
+		{`{"amount":-80000,"reason":"correction","allowBelowLimit":true}`, -10000},
 	}
 	for _, c := range steps {
 		r := s.send(t, "POST", "/ops/v1/sites/"+st.ID+"/adjustments", c.body, map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
@@ -255,6 +255,7 @@ func TestOpsAdjustments(t *testing.T) {
 		{`{"amount":1.5,"reason":"x"}`, "amount"},
 		{`{"amount":"100","reason":"x"}`, "amount"},
 		{`{"amount":5}`, "reason"},
+		{`{"amount":1,"reason":"x","allowBelowLimit":"yes"}`, "allowBelowLimit"},
 		{`{"amount":5,"reason":"   "}`, "reason"},
 		{`{"amount":5,"reason":"` + strings.Repeat("r", 257) + `"}`, "reason"},
 		{`{"amount":5,"reason":"x","extra":true}`, "extra"},
@@ -269,9 +270,14 @@ func TestOpsAdjustments(t *testing.T) {
 	requireErr(t, s.ops("POST", "/ops/v1/sites/snope/adjustments", map[string]any{"amount": 5, "reason": "x"}), 404, "not_found", "")
 	items := s.history(t, st.ID)
 	last := items[len(items)-1]
-	require.Equal(t, "treasury.adjusted.v2", last.Name)
+	require.Equal(t, "treasury.adjusted.v3", last.Name)
 	require.Equal(t, "admin", last.Actor)
-	require.Equal(t, map[string]any{"amount": -80000.0, "reason": "correction"}, last.Data)
+	require.Equal(t, map[string]any{"amount": -80000.0, "reason": "correction", "allowBelowLimit": true}, last.Data)
+	// Further below without allowBelowLimit: refused, naming what is available.
+	r := s.ops("POST", "/ops/v1/sites/"+st.ID+"/adjustments", map[string]any{"amount": -1, "reason": "x"})
+	requireErr(t, r, 409, "conflict", "amount")
+	require.Contains(t, r.Message, "(available is -5000); send allowBelowLimit: true")
+	require.Equal(t, len(items), s.eventCount(t, st.ID))
 }
 
 func TestOpsBanks(t *testing.T) {
@@ -529,7 +535,7 @@ func TestOpsSiteEvents(t *testing.T) {
 		names = append(names, it.Name)
 		actors = append(actors, it.Actor)
 	}
-	require.Equal(t, []string{"site.created.v2", "treasury.adjusted.v2", "deposit.requested.v1", "deposit.approved.v1",
+	require.Equal(t, []string{"site.created.v2", "treasury.adjusted.v3", "deposit.requested.v1", "deposit.approved.v1",
 		"site.secret_rotated.v1", "site.webhook_secret_rotated.v1", "site.updated.v1", "withdrawal.requested.v1",
 		"withdrawal.processing.v1", "withdrawal.paid.v1"}, names)
 	require.Equal(t, []string{"admin", "admin", "merchant", "admin", "admin", "admin", "admin", "merchant", "admin", "admin"}, actors)

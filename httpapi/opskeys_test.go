@@ -297,7 +297,7 @@ func TestOpsIdempotencyKey_race(t *testing.T) {
 	for _, it := range a.history(t, st.ID) {
 		if it.Data["idempotencyKey"] == "race-adjustment" {
 			keyedEvents++
-			assert.Equal(t, "treasury.adjusted.v2", it.Name)
+			assert.Equal(t, "treasury.adjusted.v3", it.Name)
 		}
 	}
 	assert.Equal(t, 1, keyedEvents)

@@ -12,8 +12,9 @@ import (
 
 func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
 	var b struct {
-		Amount *int64 `json:"amount"`
-		Reason string `json:"reason"`
+		Amount          *int64 `json:"amount"`
+		Reason          string `json:"reason"`
+		AllowBelowLimit bool   `json:"allowBelowLimit"`
 	}
 	key, hash, err := decodeKeyed(w, r, &b)
 	if err != nil {
@@ -29,7 +30,8 @@ func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	cmd := aggregates.AdjustTreasury{Amount: *b.Amount, Reason: b.Reason, IdempotencyKey: key, RequestHash: hash}
+	cmd := aggregates.AdjustTreasury{Amount: *b.Amount, Reason: b.Reason, IdempotencyKey: key, RequestHash: hash,
+		AllowBelowLimit: b.AllowBelowLimit}
 	if key != "" {
 		s.adjustKeyed(w, r, id, cmd)
 		return

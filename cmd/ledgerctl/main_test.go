@@ -145,7 +145,7 @@ func TestRun_generateAuditEvents(t *testing.T) {
 		assert.Regexp(t, lineRE, l)
 	}
 	assert.Regexp(t, `^#4\.0 \S+ op-audit-generator site\.created\.v2 id=s3 .*secret=\[redacted\] webhookSecret=\[redacted\]`, lines[0])
-	assert.Contains(t, lines[1], "treasury.adjusted.v2 amount=1000000000")
+	assert.Contains(t, lines[1], "treasury.adjusted.v3 amount=1000000000")
 
 	code, out, _ = ledgerctl(t, "events", "--data", dir, "--site", "s3", "--from", "300", "--limit", "2", "--json")
 	require.Equal(t, exitOK, code)
