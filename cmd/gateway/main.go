@@ -291,6 +291,13 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		if err := os.MkdirAll(o.data, 0o700); err != nil {
 			return fmt.Errorf("data dir: %w", err)
 		}
+		// Two embedded servers on one directory corrupt it: held until
+		// this process ends, however it ends.
+		unlock, err := jsstore.LockDir(o.data)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 		ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: o.data, SyncAlways: o.sync == "always" && !storeSyncs(o),
 			SyncInterval: serverSyncInterval(o), Listen: o.natsListen, Auth: o.natsAuth})
 		if err != nil {

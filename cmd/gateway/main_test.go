@@ -911,3 +911,23 @@ func TestPeakRSSMiB(t *testing.T) {
 	assert.GreaterOrEqual(t, peak, 48.0, "VmHWM after touching 48 MiB")
 	assert.Equal(t, byte(1), b[len(b)-1])
 }
+
+// TestOneGatewayPerDataDir: a second gateway on a running one's --data
+// stops at once with a clear error, and the first one serves on.
+func TestOneGatewayPerDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	startGateway(t, dir, addr)
+	second, out := spawn(t, "--http", freeAddr(t), "--admin-token", testToken, "--data", dir)
+	err := second.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Contains(t, out.String(), "the data directory is in use by another process")
+	res, err := http.Get("http://" + addr + "/readyz")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, 200, res.StatusCode)
+}

@@ -127,19 +127,27 @@ func (s *source) open(ctx context.Context) (*jsstore.Store, func(), error) {
 		if err := hasLedger(s.data); err != nil {
 			return nil, nil, err
 		}
+		// A running gateway's directory is refused, not read under it.
+		unlock, err := jsstore.LockDir(s.data)
+		if err != nil {
+			return nil, nil, err
+		}
 		srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: s.data})
 		if err != nil {
+			unlock()
 			return nil, nil, err
 		}
 		nc, err := jsstore.ConnectInProcess(srv, "ledgerctl")
 		if err != nil {
 			srv.Shutdown()
+			unlock()
 			return nil, nil, err
 		}
 		closeAll := func() {
 			nc.Close()
 			srv.Shutdown()
 			srv.WaitForShutdown()
+			unlock()
 		}
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -373,6 +381,12 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "ledgerctl generate: %s already holds a ledger; give a new directory\n", *data)
 		return exitUsage
 	}
+	unlock, err := jsstore.LockDir(*data)
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerctl generate: %v\n", err)
+		return exitError
+	}
+	defer unlock()
 	srv, err := jsstore.RunServer(jsstore.ServerConfig{Dir: *data})
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerctl generate: %v\n", err)

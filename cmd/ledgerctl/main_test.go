@@ -391,3 +391,23 @@ func ready(base string) bool {
 	res.Body.Close()
 	return res.StatusCode == http.StatusOK
 }
+
+// TestLedgerctl_refusesARunningGatewaysData: --data on a directory a
+// running gateway holds is refused with a clear error, nothing started on
+// it; once the gateway is gone, it is read.
+func TestLedgerctl_refusesARunningGatewaysData(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := ledgerctl(t, "generate", "--data", dir, "--events", "200", "--sites", "2", "--batch", "20", "--quiet")
+	require.Equal(t, 0, code, errOut)
+	release, err := jsstore.LockDir(dir) // what a running gateway holds
+	require.NoError(t, err)
+	for _, args := range [][]string{{"audit", "--data", dir}, {"events", "--data", dir, "--site", "x"}} {
+		code, _, errOut = ledgerctl(t, args...)
+		assert.NotEqual(t, 0, code)
+		assert.Contains(t, errOut, "the data directory is in use by another process")
+		assert.Contains(t, errOut, "stop it first, or read it through its NATS port (--nats)")
+	}
+	release()
+	code, _, errOut = ledgerctl(t, "audit", "--data", dir, "--quiet")
+	assert.Equal(t, 0, code, errOut)
+}

@@ -1,0 +1,55 @@
+//go:build unix
+
+package jsstore_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events/jsstore"
+)
+
+// A data directory is one process's at a time: a second taker is refused
+// naming the holder, and it is free again once released or once the
+// holder is gone.
+func TestLockDir(t *testing.T) {
+	dir := t.TempDir()
+	release, err := jsstore.LockDir(dir)
+	require.NoError(t, err)
+	_, err = jsstore.LockDir(dir)
+	require.ErrorIs(t, err, jsstore.ErrDirInUse)
+	assert.Contains(t, err.Error(), "process "+strconv.Itoa(os.Getpid()))
+	release()
+	again, err := jsstore.LockDir(dir)
+	require.NoError(t, err)
+	again()
+
+	// Held by another process (flock from util-linux, when present).
+	flock, err := exec.LookPath("flock")
+	if err != nil {
+		t.Log("no flock command: the other-process case is covered by cmd/ledgerctl's test")
+		return
+	}
+	cmd := exec.Command(flock, "--no-fork", "-x", filepath.Join(dir, ".gateway.lock"), "sleep", "30")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		r, err := jsstore.LockDir(dir)
+		if err == nil {
+			r()
+			return false
+		}
+		return true
+	}, 5e9, 1e7)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	r, err := jsstore.LockDir(dir)
+	require.NoError(t, err, "free once the holder is gone")
+	r()
+}
