@@ -24,7 +24,9 @@ type journal struct {
 	reasons  []reasonUndo
 	// adjusted lists the adjustment keys recorded in the batch.
 	adjusted []string
-	created  *Config
+	// aliases lists the aliases added in the batch.
+	aliases []string
+	created *Config
 }
 
 type txUndo struct {
@@ -72,6 +74,9 @@ func (s *Site) Rollback() {
 	s.j = nil
 	for _, key := range j.adjusted {
 		delete(s.adjusted, key)
+	}
+	for _, pid := range j.aliases {
+		delete(s.aliases, pid)
 	}
 	for k := len(j.reasons) - 1; k >= 0; k-- {
 		u := j.reasons[k]
@@ -177,6 +182,18 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 		c := *s.Cfg
 		c.Settings = c.Settings.With(pageSettings(p))
 		s.replaceCfg(&c, p.AtCreation)
+	case *events.DepositAliasAdded:
+		i := s.indexOf(p.TxID)
+		if i < 0 {
+			return // the audit reports a history that names nothing
+		}
+		if s.aliases == nil {
+			s.aliases = map[string]Alias{}
+		}
+		s.aliases[p.ProcessID] = Alias{Tx: i, Fingerprint: Fingerprint(KindDeposit, p.Amount, p.BankID, p.UserID)}
+		if s.j != nil {
+			s.j.aliases = append(s.j.aliases, p.ProcessID)
+		}
 	case *events.SiteSandbox:
 		c := *s.Cfg
 		c.Sandbox = p.Sandbox

@@ -513,12 +513,16 @@ func Fingerprint(k Kind, amount int64, bankID, userID string) uint64 {
 
 // repeat answers a processId that is already taken: the stored transaction
 // when the parameters match, a conflict otherwise.
-func (s *Site) repeat(i int32, k Kind, r Request) (Decision, error) {
-	bankID := ""
+// bankIDOf is the _id of the request's method ("" when it named none).
+func bankIDOf(r Request) string {
 	if r.Bank != nil {
-		bankID = r.Bank.ID
+		return r.Bank.ID
 	}
-	if s.Txs[i].Fingerprint != Fingerprint(k, r.Amount, bankID, r.UserID) {
+	return ""
+}
+
+func (s *Site) repeat(i int32, k Kind, r Request) (Decision, error) {
+	if s.Txs[i].Fingerprint != Fingerprint(k, r.Amount, bankIDOf(r), r.UserID) {
 		return Decision{Tx: i}, fieldErr("processId", ErrProcessIDConflict,
 			"processId %q was already used with a different type, amount, bankId or userId", r.ProcessID)
 	}
@@ -528,6 +532,15 @@ func (s *Site) repeat(i int32, k Kind, r Request) (Decision, error) {
 func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Payload) events.Event) (Decision, error) {
 	if i, ok := s.ByProcessID(c.ProcessID); ok {
 		return s.repeat(i, KindDeposit, c.Request)
+	}
+	if a, ok := s.aliases[c.ProcessID]; ok {
+		// Answered with the user's pending deposit before: the same
+		// answer again, for the same request.
+		if a.Fingerprint != Fingerprint(KindDeposit, c.Amount, bankIDOf(c.Request), c.UserID) {
+			return Decision{Tx: a.Tx}, fieldErr("processId", ErrProcessIDConflict,
+				"processId %q was already used with a different type, amount, bankId or userId", c.ProcessID)
+		}
+		return Decision{Tx: a.Tx, Repeat: true, AlreadyPending: true}, nil
 	}
 	if err := s.validateRequest(c.Request, KindDeposit); err != nil {
 		return Decision{Tx: -1}, err
@@ -541,7 +554,10 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 	if i, ok := s.pendingOf(c.UserID); ok {
 		tx := &s.Txs[i]
 		if now.UnixMilli() < tx.ExpiresAt {
-			return Decision{Tx: i, AlreadyPending: true}, nil
+			// The new processId becomes a name of the pending deposit.
+			return Decision{Tx: i, AlreadyPending: true, Events: []events.Event{ev(&events.DepositAliasAdded{
+				TxID: string(ids.NewTx(s.ID, i)), ProcessID: c.ProcessID, Amount: c.Amount,
+				BankID: bankIDOf(c.Request), UserID: c.UserID})}}, nil
 		}
 		// The pending deposit is past its expiry but the sweep has not
 		// reached it yet: expire it now so the user is not blocked.
@@ -573,6 +589,10 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) events.Event) (Decision, error) {
 	if i, ok := s.ByProcessID(c.ProcessID); ok {
 		return s.repeat(i, KindWithdrawal, c.Request)
+	}
+	if a, ok := s.aliases[c.ProcessID]; ok {
+		return Decision{Tx: a.Tx}, fieldErr("processId", ErrProcessIDConflict,
+			"processId %q already names a deposit", c.ProcessID)
 	}
 	if err := s.validateRequest(c.Request, KindWithdrawal); err != nil {
 		return Decision{Tx: -1}, err

@@ -1316,11 +1316,28 @@ func TestAlreadyPending(t *testing.T) {
 			if tc.wantEvents == nil {
 				assert.True(t, d.AlreadyPending)
 				assert.Equal(t, first, d.Tx)
-				assert.Empty(t, d.Events)
+				// Only the second processId is recorded, as a name of
+				// the pending deposit.
+				require.Len(t, d.Events, 1)
+				alias := d.Events[0].Payload.(*events.DepositAliasAdded)
+				assert.Equal(t, "p2", alias.ProcessID)
+				assert.Equal(t, string(ids.NewTx(f.s.ID, first)), alias.TxID)
 				assert.Equal(t, before, observe(f.s))
+				commitEvents(t, f.s, d.Events)
 				_, ok := f.s.ByProcessID("p2")
-				assert.False(t, ok, "the second processId is not recorded")
+				assert.False(t, ok, "no transaction of its own")
+				i, ok := f.s.ByAlias("p2")
+				assert.True(t, ok)
+				assert.Equal(t, first, i)
 				assert.Equal(t, []int32{first}, pendingSet(f.s))
+				// A repeat of the request gets the same answer and
+				// writes nothing.
+				again, err := f.try(cmd)
+				require.NoError(t, err)
+				assert.True(t, again.AlreadyPending)
+				assert.True(t, again.Repeat)
+				assert.Equal(t, first, again.Tx)
+				assert.Empty(t, again.Events)
 				return
 			}
 			assert.False(t, d.AlreadyPending)

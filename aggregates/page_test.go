@@ -170,3 +170,26 @@ func TestAdjustTreasury_belowLimit(t *testing.T) {
 	assert.Equal(t, int64(-1), f.s.Available())
 	f.do(AdjustTreasury{Amount: 10, Reason: "a credit is always taken"})
 }
+
+// Aliases survive a snapshot, and a version 5 snapshot (before aliases)
+// still loads.
+func TestSnapshot_aliases(t *testing.T) {
+	f := newFixture(t, SiteSettings{})
+	first := f.deposit("p1", "u1", 5000)
+	d := f.do(f.depReq("p2", "u1", 6000))
+	require.True(t, d.AlreadyPending)
+	b, err := f.s.MarshalSnapshot(posOf(f.s))
+	require.NoError(t, err)
+	got, _, err := UnmarshalSiteSnapshot(b)
+	require.NoError(t, err)
+	i, ok := got.ByAlias("p2")
+	require.True(t, ok)
+	assert.Equal(t, first, i)
+	again, err := got.Decide(f.depReq("p2", "u1", 6000), f.now, operator)
+	require.NoError(t, err)
+	assert.True(t, again.AlreadyPending && again.Repeat)
+	_, err = got.Decide(f.depReq("p2", "u1", 7000), f.now, operator)
+	assert.ErrorIs(t, err, ErrProcessIDConflict, "another request under the alias")
+	_, err = got.Decide(f.wdReq("p2", "u1", 1000), f.now, operator)
+	assert.ErrorIs(t, err, ErrProcessIDConflict, "a withdrawal cannot take an alias")
+}

@@ -40,7 +40,8 @@ func askAgain(f *fixture, pid, user string) int32 {
 	require.NoError(f.t, err)
 	require.False(f.t, d.Repeat)
 	if d.AlreadyPending {
-		assert.Empty(f.t, d.Events)
+		require.Len(f.t, d.Events, 1)
+		assert.Equal(f.t, events.DepositAliasAddedName, d.Events[0].Name)
 		return d.Tx
 	}
 	assert.Equal(f.t, events.DepositRequestedName, d.Events[len(d.Events)-1].Name)

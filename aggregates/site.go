@@ -161,6 +161,9 @@ type Site struct {
 	rotation map[string]uint64
 	reasons  map[int32]string
 	intern   map[string]string
+	// aliases maps the processIds answered with an earlier pending
+	// deposit to it (deposit.alias_added); nil until the first.
+	aliases map[string]Alias
 	// adjusted holds the answers of keyed treasury adjustments by key;
 	// nil until the first (they are rare, and cost nothing per
 	// transaction).
@@ -200,6 +203,20 @@ func (s *Site) Lookup(txID ids.TxID) (int32, bool) {
 // ByProcessID returns the index of the transaction with processId.
 func (s *Site) ByProcessID(pid string) (int32, bool) {
 	return s.pids.lookup(s.Txs, pid)
+}
+
+// Alias is a processId that names an earlier pending deposit: the
+// transaction, and the fingerprint of the request a repeat must match.
+type Alias struct {
+	_msgpack    struct{} `msgpack:",as_array"`
+	Tx          int32
+	Fingerprint uint64
+}
+
+// ByAlias returns the deposit a processId names as an alias.
+func (s *Site) ByAlias(pid string) (int32, bool) {
+	a, ok := s.aliases[pid]
+	return a.Tx, ok
 }
 
 // ProcessID returns the processId of transaction i.

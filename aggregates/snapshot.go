@@ -22,7 +22,8 @@ import (
 // Version 5: the settings hold the key and request hash the site was
 // created with, and the snapshot holds the settings as a keyed creation
 // answered them and the answers of keyed treasury adjustments.
-const snapshotVersion = 5
+// Version 6: the aliases of pending deposits (deposit.alias_added).
+const snapshotVersion = 6
 
 type siteSnapshot struct {
 	Version int     `msgpack:"v"`
@@ -42,6 +43,8 @@ type siteSnapshot struct {
 	Created *Config `msgpack:"created,omitempty"`
 	// Adjusted are the answers of keyed treasury adjustments, by key.
 	Adjusted map[string]AdjustmentAnswer `msgpack:"adjusted,omitempty"`
+	// Aliases are the processIds that name earlier pending deposits.
+	Aliases map[string]Alias `msgpack:"aliases,omitempty"`
 }
 
 // MarshalSnapshot encodes the committed state, which stands at pos in the
@@ -52,7 +55,7 @@ func (s *Site) MarshalSnapshot(pos events.Position) ([]byte, error) {
 	slices.Sort(pending)
 	b, err := msgpack.Marshal(&siteSnapshot{Version: snapshotVersion, ID: string(s.ID), Cfg: s.Cfg, Seq: pos.Seq, Hash: pos.Hash[:],
 		Balance: s.Balance, Pending: s.PendingWithdrawals, Txs: s.Txs, PendingDeposits: pending, ProcessIDs: s.pids.arena,
-		Rotation: s.rotation, Reasons: s.reasons, Created: s.created, Adjusted: s.adjusted})
+		Rotation: s.rotation, Reasons: s.reasons, Created: s.created, Adjusted: s.adjusted, Aliases: s.aliases})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot site %s: %w", s.ID, err)
 	}
@@ -74,7 +77,9 @@ func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, events.Pos
 	if err := msgpack.Unmarshal(b, &snap); err != nil {
 		return nil, events.Position{}, fmt.Errorf("decode site snapshot: %w", err)
 	}
-	if snap.Version != snapshotVersion || len(snap.Hash) != 32 {
+	// A version 5 snapshot is a version 6 one without aliases (none
+	// existed before).
+	if snap.Version != snapshotVersion && snap.Version != 5 || len(snap.Hash) != 32 {
 		return nil, events.Position{}, fmt.Errorf("site snapshot version %d not supported", snap.Version)
 	}
 	id, err := ids.ParseSite(snap.ID)
@@ -122,5 +127,13 @@ func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, events.Pos
 		return nil, events.Position{}, fmt.Errorf("site snapshot %s: settings as created without settings", snap.ID)
 	}
 	s.created = snap.Created
+	for pid, a := range snap.Aliases {
+		if a.Tx < 0 || int(a.Tx) >= len(s.Txs) || s.Txs[a.Tx].Kind != KindDeposit {
+			return nil, events.Position{}, fmt.Errorf("site snapshot %s: alias %q names no deposit", snap.ID, pid)
+		}
+	}
+	if len(snap.Aliases) > 0 {
+		s.aliases = snap.Aliases
+	}
 	return s, pos, nil
 }

@@ -31,6 +31,7 @@ const (
 	SitePageUpdatedName          = "site.page_updated.v1"
 	SiteSandboxName              = "site.sandbox.v1"
 	SandboxCallbackName          = "sandbox.callback_requested.v1"
+	DepositAliasAddedName        = "deposit.alias_added.v1"
 	TreasuryAdjustedName         = "treasury.adjusted.v3"
 	TreasuryAdjustedV2Name       = "treasury.adjusted.v2"
 	TreasuryAdjustedV1Name       = "treasury.adjusted.v1"
@@ -296,6 +297,8 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &SiteSandbox{}
 	case SandboxCallbackName:
 		p = &SandboxCallback{}
+	case DepositAliasAddedName:
+		p = &DepositAliasAdded{}
 	case SiteWebhookSecretRotatedName:
 		p = &SiteWebhookSecretRotated{}
 	case TreasuryAdjustedName, TreasuryAdjustedV2Name, TreasuryAdjustedV1Name:

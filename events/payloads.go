@@ -81,6 +81,22 @@ type SiteSandbox struct {
 // EventName implements Payload.
 func (*SiteSandbox) EventName() string { return SiteSandboxName }
 
+// DepositAliasAdded records a request for a new deposit that was answered
+// with the end user's pending one (alreadyPending): its processId becomes
+// another name of that deposit, so that the merchant finds what it was
+// given, and a repeat of the request gets the same answer. Amount, BankID
+// and UserID are the request's, which a repeat must match.
+type DepositAliasAdded struct {
+	TxID      string `msgpack:"tx"`
+	ProcessID string `msgpack:"processId"`
+	Amount    int64  `msgpack:"amount"`
+	BankID    string `msgpack:"bankId"`
+	UserID    string `msgpack:"userId"`
+}
+
+// EventName implements Payload.
+func (*DepositAliasAdded) EventName() string { return DepositAliasAddedName }
+
 // SandboxCallback asks, on a sandbox site, for a test callback of Type
 // about a transaction, delivered like the real ones (and marked test). It
 // changes no state.

@@ -119,3 +119,37 @@ func TestSandbox_testCallback(t *testing.T) {
 	ld := rec(t, s.post(live, pathDeposit, depositForm("ZAINCASH", "tc-2", "u1", 25000)))
 	requireErr(t, s.post(live, "/v1/sandbox/transactions/"+ld.TransactionID+"/callbacks", url.Values{"type": {"deposit.approved"}}), 403, "forbidden", "")
 }
+
+// TestAlreadyPending_alias: the processId of a request answered with the
+// user's pending deposit finds that deposit afterwards, with
+// alreadyPending true; a repeat gets the same answer; the processId is
+// taken for anything else.
+func TestAlreadyPending_alias(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 100_000)
+	first := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "order-1", "u1", 25000)))
+	second := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "order-2", "u1", 30000)))
+	require.True(t, second.AlreadyPending)
+	require.Equal(t, first.TransactionID, second.TransactionID)
+	require.Equal(t, "order-1", second.ProcessID, "the record is the pending deposit's")
+
+	byAlias := rec(t, s.get(st, "/v1/transactions", "processId=order-2"))
+	require.Equal(t, first.TransactionID, byAlias.TransactionID)
+	require.True(t, byAlias.AlreadyPending)
+	require.False(t, rec(t, s.get(st, "/v1/transactions", "processId=order-1")).AlreadyPending)
+
+	n := s.eventCount(t, st.ID)
+	again := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "order-2", "u1", 30000)))
+	require.Equal(t, first.TransactionID, again.TransactionID)
+	require.True(t, again.AlreadyPending)
+	require.Equal(t, n, s.eventCount(t, st.ID), "a repeat writes nothing")
+	requireErr(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "order-2", "u1", 99000)), 409, "process_id_conflict", "processId")
+	requireErr(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "order-2", "u1", 1000, "07712345678")), 409, "process_id_conflict", "processId")
+	// The operator's search finds it by either name.
+	require.Equal(t, []string{first.TransactionID}, txIDs(s.opsList(t, "processId=order-2", 10)...))
+	// Once the deposit is settled, the alias still names it.
+	requireOK(t, s.ops("POST", "/ops/v1/deposits/"+first.TransactionID+"/approve", nil))
+	require.Equal(t, "approved", rec(t, s.get(st, "/v1/transactions", "processId=order-2")).Status)
+}

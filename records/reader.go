@@ -109,8 +109,22 @@ func (r *Reader) ByIDLocal(ctx context.Context, siteID ids.SiteID, txID ids.TxID
 }
 
 // ByProcessID returns the current record of the transaction with processId.
+// A processId that was answered with the end user's pending deposit (an
+// alias) finds that deposit, with alreadyPending true, as it was answered.
 func (r *Reader) ByProcessID(ctx context.Context, siteID ids.SiteID, pid string) (Record, error) {
-	return r.lookup(ctx, siteID, fresh, func(s *aggregates.Site) (int32, bool) { return s.ByProcessID(pid) })
+	alias := false
+	rec, err := r.lookup(ctx, siteID, fresh, func(s *aggregates.Site) (int32, bool) {
+		if i, ok := s.ByProcessID(pid); ok {
+			return i, true
+		}
+		i, ok := s.ByAlias(pid)
+		alias = ok
+		return i, ok
+	})
+	if err == nil && alias && rec.Deposit != nil {
+		rec.Deposit.AlreadyPending = true
+	}
+	return rec, err
 }
 
 // lookup finds a transaction with find. A status lookup reads fresh: a

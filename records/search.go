@@ -351,6 +351,9 @@ func (sc *scan) only(s *aggregates.Site) (i int32, ok bool) {
 	}
 	if sc.f.ProcessID != "" {
 		j, found := s.ByProcessID(sc.f.ProcessID)
+		if !found {
+			j, found = s.ByAlias(sc.f.ProcessID)
+		}
 		if !found || i >= 0 && i != j {
 			return -1, true
 		}
