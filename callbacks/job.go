@@ -54,6 +54,10 @@ type job struct {
 	// Guarded by term.mu.
 	state jobState
 	gen   int
+	// resends counts the operator resends asked for while the job was
+	// under way, not yet in rec; resendBy is the last one's operator.
+	resends  int
+	resendBy string
 
 	// Owned by the job's goroutine.
 	prepared bool
@@ -254,6 +258,7 @@ func (t *term) deliver(ctx context.Context, j *job) {
 			}
 			timer.Stop()
 		}
+		t.takeResends(ctx, j)
 		cfg, ok := d.cfg.Ledger.SiteConfig(j.site)
 		if !ok || cfg.CallbackURL == "" {
 			t.park(ctx, j, "the site has no callbackUrl")
@@ -281,7 +286,7 @@ func (t *term) deliver(ctx context.Context, j *job) {
 				t.logDelivered(j)
 				return
 			}
-			j.rec.Status = StatusDelivered
+			j.rec.Status, j.rec.LastError = StatusDelivered, nil
 			// Recorded even when the term is ending, within bounds, so
 			// that it is not delivered again.
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -314,6 +319,27 @@ func (t *term) deliver(ctx context.Context, j *job) {
 		} else if ctx.Err() == nil {
 			d.log.Warn("callback state not recorded", "eventId", j.id, "err", err)
 		}
+	}
+}
+
+// takeResends records, before the next attempt, the resends asked for
+// while j waited for it: who and how many, and that it is due now.
+func (t *term) takeResends(ctx context.Context, j *job) {
+	t.mu.Lock()
+	n, by := j.resends, j.resendBy
+	j.resends = 0
+	t.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	j.rec.Resends += n
+	j.rec.LastResendBy = by
+	now := records.FormatTime(time.Now().UnixMilli())
+	j.rec.Status, j.rec.NextAttemptAt = StatusPending, &now
+	if err := t.d.write(ctx, &j.rec); err == nil {
+		j.recorded = true
+	} else if ctx.Err() == nil {
+		t.d.log.Warn("callback resend not recorded", "eventId", j.id, "err", err)
 	}
 }
 

@@ -251,20 +251,31 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 	}
 	t.mu.Lock()
 	if cur := t.inflight[id]; cur != nil {
-		// Being delivered: try it now rather than at its next retry.
+		// Being delivered: try it now rather than at its next retry,
+		// and count the resend there (its goroutine owns the record).
+		cur.resends++
+		cur.resendBy = actor
+		pending := cur.resends
 		select {
 		case cur.kick <- struct{}{}:
 		default:
 		}
 		t.mu.Unlock()
-		if rec, ok := d.ix.record(id); ok {
-			return rec, nil
+		d.log.Info("callback resend", "eventId", id, "siteId", j.site, "transactionId", j.tx, "actor", actor)
+		rec, ok := d.ix.record(id)
+		if !ok {
+			if logged, found, err := d.logged(ctx, j.k); err == nil && found {
+				rec, ok = logged, true
+			}
 		}
-		if rec, ok, err := d.logged(ctx, j.k); err == nil && ok {
-			return rec, nil
+		if !ok {
+			rec = Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ}
 		}
-		return Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ, Status: StatusPending,
-			UpdatedAt: records.FormatTime(time.Now().UnixMilli())}, nil
+		// The record as the job is writing it: one more resend, due now.
+		now := records.FormatTime(time.Now().UnixMilli())
+		rec.Resends += pending
+		rec.LastResendBy, rec.Status, rec.NextAttemptAt, rec.UpdatedAt = actor, StatusPending, &now, now
+		return rec, nil
 	}
 	t.mu.Unlock()
 	old, found, err := d.load(ctx, id)

@@ -34,6 +34,15 @@ type dispatcherOptions struct {
 	// noRun creates the dispatcher without running it: it lists and
 	// forwards resends, but never delivers.
 	noRun bool
+	// schedule replaces the retry delays (20 and 40 ms).
+	schedule callbacks.Schedule
+}
+
+func (o dispatcherOptions) retries() callbacks.Schedule {
+	if o.schedule != nil {
+		return o.schedule
+	}
+	return callbacks.Schedule{20 * time.Millisecond, 40 * time.Millisecond}
 }
 
 // startDispatcher makes a dispatcher over the stack's store, ledger and
@@ -47,7 +56,7 @@ func (e *env) startDispatcher(o dispatcherOptions, store *jsstore.Store, led *le
 	nc := e.srv.Conn("callbacks")
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := callbacks.New(ctx, callbacks.Config{Conn: nc, Store: store, Ledger: led, Records: reader, AllowPrivate: true,
-		Schedule: callbacks.Schedule{20 * time.Millisecond, 40 * time.Millisecond}, LeaseTTL: time.Second,
+		Schedule: o.retries(), LeaseTTL: time.Second,
 		AckWait: 3 * time.Second, Logger: log})
 	if err != nil {
 		cancel()
@@ -641,4 +650,42 @@ func TestCallbacks_withoutDispatcher(t *testing.T) {
 	requireErr(t, s.opsT(t, "GET", "/ops/v1/callbacks?status=failed", nil), 404, "not_found", "")
 	requireErr(t, s.opsT(t, "POST", "/ops/v1/callbacks/1-0/resend", nil), 404, "not_found", "")
 	requireErr(t, s.send(t, "GET", "/ops/v1/callbacks", "", nil), 401, "unauthorized", "")
+}
+
+// TestCallbacks_resendWhileWaiting: a resend of a callback waiting for its
+// retry is recorded (who, how many) and delivered now, and the record then
+// describes that delivery alone.
+func TestCallbacks_resendWhileWaiting(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{schedule: callbacks.Schedule{time.Hour}}})
+	s.seedBanks()
+	rcv := newReceiver(t, 500)
+	st := s.callbackSite(t, rcv.url())
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+	tx := s.approvedDeposit(t, st)
+	id := rcv.waitCalls(t, tx, 1)[0].ID
+	waiting := s.waitDelivery(t, "", id, "pending", 0)
+	require.Equal(t, 500, *waiting.LastStatusCode)
+	require.NotNil(t, waiting.NextAttemptAt)
+
+	rcv.code.Store(204)
+	op := s.newOperator(t, "Omar Operator", "operator")
+	r := s.opsAs(t, op.Token, "POST", "/ops/v1/callbacks/"+id+"/resend", nil)
+	requireOK(t, r)
+	var answer delivery
+	r.decode(t, &answer)
+	require.Equal(t, 1, answer.Resends, "the answer counts the resend")
+	require.Equal(t, op.ID, answer.LastResendBy)
+	next, err := time.Parse(time.RFC3339, *answer.NextAttemptAt)
+	require.NoError(t, err)
+	require.Less(t, time.Until(next), time.Minute, "due now, not at the retry an hour away")
+
+	calls := rcv.waitCalls(t, tx, 2)
+	require.Equal(t, id, calls[1].ID)
+	done := s.waitDelivery(t, "", id, "delivered", 1)
+	require.Equal(t, 1, done.Resends)
+	require.Equal(t, op.ID, done.LastResendBy)
+	require.Equal(t, 204, *done.LastStatusCode)
+	require.Nil(t, done.LastError, "no error beside a 204")
+	require.Equal(t, 2, done.Attempts)
 }
