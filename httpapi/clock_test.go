@@ -32,10 +32,11 @@ func TestExpiredDeposit(t *testing.T) {
 	require.True(t, again.AlreadyPending)
 	require.Equal(t, d1.TransactionID, again.TransactionID)
 
-	// Past it, the old one expires and a new one is created.
+	// Past it, the old one expires and a new one is created. (e2 names
+	// d1 for good: a repeat of that request keeps its answer.)
 	c.advance(2 * time.Second)
 	n := s.eventCount(t, st.ID)
-	d2 := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "e2", "u1", 25000)))
+	d2 := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "e2b", "u1", 25000)))
 	require.False(t, d2.AlreadyPending)
 	require.NotEqual(t, d1.TransactionID, d2.TransactionID)
 	items := s.history(t, st.ID)

@@ -68,9 +68,12 @@ func TestAlreadyPending(t *testing.T) {
 		want := first
 		want.AlreadyPending = true
 		require.Equal(t, want, d, "the existing deposit is answered")
-		requireErr(t, s.get(st, "/v1/transactions", "processId="+f.Get("processId")), 404, "not_found", "")
+		// The new processId now names it (TestAlreadyPending_alias).
+		require.Equal(t, want, rec(t, s.get(st, "/v1/transactions", "processId="+f.Get("processId"))))
 	}
-	require.Equal(t, n, s.eventCount(t, st.ID), "no new request is created")
+	items := s.history(t, st.ID)
+	require.Equal(t, n+len(cases), len(items), "no new request is created, only its processId recorded")
+	require.Equal(t, "deposit.alias_added.v1", items[len(items)-1].Name)
 	// The pending deposit's own lookup does not say alreadyPending.
 	require.False(t, rec(t, s.get(st, "/v1/transactions/"+first.TransactionID, "")).AlreadyPending)
 	// Withdrawals and other users are not affected.
@@ -80,10 +83,12 @@ func TestAlreadyPending(t *testing.T) {
 
 	// Once the pending deposit is final the user may ask again.
 	requireOK(t, s.ops("POST", "/ops/v1/deposits/"+first.TransactionID+"/reject", map[string]any{"reason": "no transfer"}))
-	next := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "ap-2", "u1", 25000)))
+	next := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "ap-6", "u1", 25000)))
 	require.False(t, next.AlreadyPending)
 	require.NotEqual(t, first.TransactionID, next.TransactionID)
-	require.Equal(t, "ap-2", next.ProcessID)
+	require.Equal(t, "ap-6", next.ProcessID)
+	// ap-2 still names the first deposit: its request keeps its answer.
+	require.Equal(t, first.TransactionID, rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "ap-2", "u1", 25000))).TransactionID)
 	requireOK(t, s.ops("POST", "/ops/v1/deposits/"+next.TransactionID+"/approve", nil))
 	third := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "ap-5", "u1", 25000)))
 	require.False(t, third.AlreadyPending)

@@ -64,7 +64,10 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	require.NoError(t, err)
 	assert.True(t, dup.Decision.AlreadyPending)
 	assert.Equal(t, int32(0), dup.Decision.Tx)
-	assert.Zero(t, dup.Seq)
+	// Its processId is recorded as another name of the pending deposit.
+	require.Len(t, dup.Events, 1)
+	assert.Equal(t, events.DepositAliasAddedName, dup.Events[0].Name)
+	last = dup.Seq
 	// The same processId with another amount is a conflict.
 	_, err = l.Execute(ctx, siteID, deposit(b, "dep-1", "u1", 26_000), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrProcessIDConflict)
