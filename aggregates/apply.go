@@ -194,6 +194,10 @@ func (s *Site) apply(e events.Event, seq uint64, evIdx uint16) {
 		if s.j != nil {
 			s.j.aliases = append(s.j.aliases, p.ProcessID)
 		}
+	case *events.SiteMethodsSet:
+		c := *s.Cfg
+		c.OwnMethods, c.Methods = !p.All, p.Methods
+		s.Cfg = &c
 	case *events.SiteSandbox:
 		c := *s.Cfg
 		c.Sandbox = p.Sandbox

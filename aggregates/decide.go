@@ -116,6 +116,13 @@ type PayWithdrawal struct {
 	Reference string
 }
 
+// SetSiteMethods sets the methods a site offers (events.SiteMethodsSet):
+// every enabled one (All), or exactly Methods, their BankIDs resolved.
+type SetSiteMethods struct {
+	All     bool
+	Methods []events.SiteMethod
+}
+
 // SandboxCallback asks for a test callback of Type about a transaction of
 // a sandbox site.
 type SandboxCallback struct {
@@ -131,6 +138,7 @@ type RejectWithdrawal struct {
 
 func (CreateSite) siteCommand()        {}
 func (SandboxCallback) siteCommand()   {}
+func (SetSiteMethods) siteCommand()    {}
 func (UpdateSite) siteCommand()        {}
 func (RotateSecret) siteCommand()      {}
 func (AdjustTreasury) siteCommand()    {}
@@ -200,6 +208,11 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 			evs = append(evs, ev(pageEvent(c.Settings)))
 		}
 		return Decision{Tx: -1, Events: evs}, nil
+	case SetSiteMethods:
+		if err := checkSiteMethods(c); err != nil {
+			return Decision{Tx: -1}, err
+		}
+		return one(-1, &events.SiteMethodsSet{All: c.All, Methods: c.Methods})
 	case RotateSecret:
 		if c.Secret == "" {
 			return Decision{Tx: -1}, fieldErr("secret", ErrInvalidRequest, "a new secret is required")
@@ -478,8 +491,12 @@ func (s *Site) validateRequest(r Request, k Kind) error {
 	if r.Bank == nil || !r.Bank.Supports(k) {
 		return fieldErr("bankId", ErrUnknownBank, "bankId %q is not an enabled %s method", r.BankRef, k)
 	}
-	if r.Amount < r.Bank.MinAmount || r.Amount > r.Bank.MaxAmount {
-		return fieldErr("amount", ErrAmountOutOfRange, "amount must be between %d and %d for %s", r.Bank.MinAmount, r.Bank.MaxAmount, r.Bank.Code)
+	minAmount, maxAmount, _, ok := s.Cfg.Offer(r.Bank)
+	if !ok {
+		return fieldErr("bankId", ErrUnknownBank, "bankId %q is not a %s method of this site", r.BankRef, k)
+	}
+	if r.Amount < minAmount || r.Amount > maxAmount {
+		return fieldErr("amount", ErrAmountOutOfRange, "amount must be between %d and %d for %s", minAmount, maxAmount, r.Bank.Code)
 	}
 	return nil
 }
@@ -495,6 +512,38 @@ func checkText(field, v string, max int) error {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// checkSiteMethods checks a site's methods: All alone, or at least one
+// method, each once, its own limits positive and in order, its accounts
+// complete.
+func checkSiteMethods(c SetSiteMethods) error {
+	if c.All {
+		if len(c.Methods) > 0 {
+			return fieldErr("methods", ErrInvalidRequest, "give all: true or methods, not both")
+		}
+		return nil
+	}
+	if len(c.Methods) == 0 {
+		return fieldErr("methods", ErrInvalidRequest, "methods must list at least one method (all: true offers every enabled one)")
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Methods {
+		field := fmt.Sprintf("methods[%d]", i)
+		if seen[m.BankID] {
+			return fieldErr(field+".bank", ErrInvalidRequest, "the method is listed twice")
+		}
+		seen[m.BankID] = true
+		if m.MinAmount < 0 || m.MaxAmount < 0 || m.MaxAmount > maxAmount || m.MinAmount != 0 && m.MaxAmount != 0 && m.MinAmount > m.MaxAmount {
+			return fieldErr(field+".minAmount", ErrInvalidRequest, "minAmount and maxAmount must be positive whole IQD, minAmount not above maxAmount (0: the method's)")
+		}
+		for _, a := range m.Accounts {
+			if strings.TrimSpace(a.AccountName) == "" || strings.TrimSpace(a.AccountNumber) == "" {
+				return fieldErr(field+".accounts", ErrInvalidRequest, "every account needs accountName and accountNumber")
+			}
+		}
+	}
+	return nil
+}
 
 // callbackTypes are the callbacks a sandbox site may ask a test of.
 var callbackTypes = []string{"deposit.approved", "deposit.rejected", "deposit.expired", "withdrawal.paid", "withdrawal.rejected"}
@@ -566,7 +615,8 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 		out = append(out, exp)
 	}
 	b := c.Bank
-	acct := b.Accounts[s.rotation[b.ID]%uint64(len(b.Accounts))]
+	_, _, accounts, _ := s.Cfg.Offer(b)
+	acct := accounts[s.rotation[b.ID]%uint64(len(accounts))]
 	ttl := s.Cfg.DepositTTLSeconds
 	if ttl <= 0 {
 		ttl = DefaultDepositTTLSeconds

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 
+	"gateway/events"
 	"gateway/ids"
 )
 
@@ -127,6 +128,10 @@ type Config struct {
 	// Sandbox: a test site whose merchant moves its own transactions;
 	// chosen at creation, never changed.
 	Sandbox bool
+	// OwnMethods: the site offers exactly Methods (site.methods_set);
+	// otherwise every enabled method.
+	OwnMethods bool
+	Methods    []events.SiteMethod
 	// IdempotencyKey and RequestHash are those of the request that
 	// created the site ("" when it had no Idempotency-Key).
 	IdempotencyKey string
@@ -211,6 +216,32 @@ type Alias struct {
 	_msgpack    struct{} `msgpack:",as_array"`
 	Tx          int32
 	Fingerprint uint64
+}
+
+// Offer is how the site offers method b: its limits and accounts (the
+// method's unless the site sets its own); ok is false when the site does
+// not offer it.
+func (c *Config) Offer(b *Bank) (minAmount, maxAmount int64, accounts []events.Account, ok bool) {
+	minAmount, maxAmount, accounts = b.MinAmount, b.MaxAmount, b.Accounts
+	if c == nil || !c.OwnMethods {
+		return minAmount, maxAmount, accounts, true
+	}
+	for _, m := range c.Methods {
+		if m.BankID != b.ID {
+			continue
+		}
+		if m.MinAmount != 0 {
+			minAmount = m.MinAmount
+		}
+		if m.MaxAmount != 0 {
+			maxAmount = m.MaxAmount
+		}
+		if len(m.Accounts) > 0 {
+			accounts = m.Accounts
+		}
+		return minAmount, maxAmount, accounts, true
+	}
+	return 0, 0, nil, false
 }
 
 // ByAlias returns the deposit a processId names as an alias.

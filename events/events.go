@@ -32,6 +32,7 @@ const (
 	SiteSandboxName              = "site.sandbox.v1"
 	SandboxCallbackName          = "sandbox.callback_requested.v1"
 	DepositAliasAddedName        = "deposit.alias_added.v1"
+	SiteMethodsSetName           = "site.methods_set.v1"
 	TreasuryAdjustedName         = "treasury.adjusted.v3"
 	TreasuryAdjustedV2Name       = "treasury.adjusted.v2"
 	TreasuryAdjustedV1Name       = "treasury.adjusted.v1"
@@ -299,6 +300,8 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &SandboxCallback{}
 	case DepositAliasAddedName:
 		p = &DepositAliasAdded{}
+	case SiteMethodsSetName:
+		p = &SiteMethodsSet{}
 	case SiteWebhookSecretRotatedName:
 		p = &SiteWebhookSecretRotated{}
 	case TreasuryAdjustedName, TreasuryAdjustedV2Name, TreasuryAdjustedV1Name:

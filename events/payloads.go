@@ -81,6 +81,26 @@ type SiteSandbox struct {
 // EventName implements Payload.
 func (*SiteSandbox) EventName() string { return SiteSandboxName }
 
+// SiteMethodsSet sets the methods a site offers: All (every enabled
+// method, with its own limits and accounts, as before any setting), or
+// exactly Methods, each optionally with the site's own limits (0: the
+// method's) and recipient accounts (none: the method's).
+type SiteMethodsSet struct {
+	All     bool         `msgpack:"all"`
+	Methods []SiteMethod `msgpack:"methods,omitempty"`
+}
+
+// SiteMethod is one method as a site offers it.
+type SiteMethod struct {
+	BankID    string    `msgpack:"bankId"`
+	MinAmount int64     `msgpack:"min,omitempty"`
+	MaxAmount int64     `msgpack:"max,omitempty"`
+	Accounts  []Account `msgpack:"accounts,omitempty"`
+}
+
+// EventName implements Payload.
+func (*SiteMethodsSet) EventName() string { return SiteMethodsSetName }
+
 // DepositAliasAdded records a request for a new deposit that was answered
 // with the end user's pending one (alreadyPending): its processId becomes
 // another name of that deposit, so that the merchant finds what it was

@@ -370,7 +370,7 @@ func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.C
 	res, err := s.cfg.Ledger.Execute(ctx, ri.siteID, cmd, events.ActorMerchant)
 	if err != nil {
 		if errors.Is(err, aggregates.ErrUnknownBank) {
-			err = s.unknownBank(err, cmd)
+			err = s.unknownBank(r, err, cmd)
 		}
 		s.writeErr(w, r, err)
 		return
@@ -385,14 +385,15 @@ func (s *Server) execTx(w http.ResponseWriter, r *http.Request, cmd aggregates.C
 
 // unknownBank names, in a refused creation's unknown_bank answer, the
 // methods the merchant can use for that kind of transaction.
-func (s *Server) unknownBank(err error, cmd aggregates.Command) error {
+func (s *Server) unknownBank(r *http.Request, err error, cmd aggregates.Command) error {
 	k := aggregates.KindDeposit
 	if _, ok := cmd.(aggregates.RequestWithdrawal); ok {
 		k = aggregates.KindWithdrawal
 	}
 	var codes []string
+	cfg, _ := s.cfg.Ledger.SiteConfig(info(r).siteID)
 	for _, b := range s.cfg.Ledger.Catalog().Banks() {
-		if b.Supports(k) {
+		if _, _, _, offered := cfg.Offer(b); b.Supports(k) && offered {
 			codes = append(codes, b.Code)
 		}
 	}
@@ -435,13 +436,18 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lang := aggregates.NormalizeLang(q.Get("lang"))
+	cfg, _ := s.cfg.Ledger.SiteConfig(info(r).siteID)
 	out := []method{}
 	for _, b := range s.cfg.Ledger.Catalog().Banks() {
 		if !b.Enabled || (kind != 0 && !b.Supports(kind)) {
 			continue
 		}
+		minAmount, maxAmount, _, ok := cfg.Offer(b)
+		if !ok {
+			continue // not this site's
+		}
 		out = append(out, method{ID: b.ID, Code: b.Code, Name: b.LocalName(lang), IdentifierKind: string(b.IdentifierKind),
-			MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit, Withdraw: b.Withdraw})
+			MinAmount: minAmount, MaxAmount: maxAmount, Deposit: b.Deposit, Withdraw: b.Withdraw})
 	}
 	s.writeData(w, r, out)
 }

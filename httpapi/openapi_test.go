@@ -419,6 +419,9 @@ func TestOpenAPI_ops(t *testing.T) {
 		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":1000,"reason":"top-up"}`, 200, []string{"Idempotency-Key", "k2"}},
 		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":2000,"reason":"top-up"}`, 409, []string{"Idempotency-Key", "k2"}},
 		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":0,"reason":"x"}`, 400, nil},
+		{"PUT", "/ops/v1/sites/" + bare.ID + "/methods", `{"methods":[{"bank":"ZAINCASH","minAmount":2000,"accounts":[{"accountName":"Bare","accountNumber":"07801111111"}]}]}`, 200, nil},
+		{"PUT", "/ops/v1/sites/" + bare.ID + "/methods", `{"methods":[{"bank":"NOPE"}]}`, 400, nil},
+		{"PUT", "/ops/v1/sites/" + bare.ID + "/methods", `{"all":true}`, 200, nil},
 		{"GET", "/ops/v1/sites/" + st.ID + "/events?limit=5", "", 200, nil},
 		{"GET", "/ops/v1/sites/" + st.ID + "/events?cursor=abc", "", 400, nil},
 		{"GET", "/ops/v1/banks", "", 200, nil},
@@ -508,6 +511,7 @@ func TestOpenAPI_ops(t *testing.T) {
 // refusal at hand and not the body's.
 var validBodies = map[string]string{
 	"createSite":       `{"name":"Shop"}`,
+	"setSiteMethods":   `{"all":true}`,
 	"adjustTreasury":   `{"amount":1,"reason":"x"}`,
 	"createBank":       `{"code":"OTHER","name":{"en":"O","ar":"O","ku":"O"},"identifierKind":"PHONE","minAmount":1000,"maxAmount":100000,"deposit":true}`,
 	"matchTransfers":   `{"text":"1000,Ali"}`,

@@ -33,6 +33,7 @@ func (s *Server) opsRoutes(r chi.Router) {
 	admin.Post("/sites/{id}/secret", s.rotateSecret(false))
 	admin.Post("/sites/{id}/webhook-secret", s.rotateSecret(true))
 	admin.Post("/sites/{id}/adjustments", s.adjust)
+	admin.Put("/sites/{id}/methods", s.setSiteMethods)
 	read.Get("/sites/{id}/events", s.siteEvents)
 	read.Get("/banks", s.opsBanks)
 	admin.Post("/banks", s.createBank)

@@ -153,3 +153,76 @@ func TestAlreadyPending_alias(t *testing.T) {
 	requireOK(t, s.ops("POST", "/ops/v1/deposits/"+first.TransactionID+"/approve", nil))
 	require.Equal(t, "approved", rec(t, s.get(st, "/v1/transactions", "processId=order-2")).Status)
 }
+
+// TestSiteMethods: a site offers exactly the methods set for it, with its
+// own limits and accounts, in /v1/banks, deposits and withdrawals; a site
+// without a setting offers every enabled method, as before.
+func TestSiteMethods(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	own := s.newSite(nil, 1_000_000)
+	plain := s.newSite(nil, 1_000_000)
+	put := func(body map[string]any) resp { return s.ops("PUT", "/ops/v1/sites/"+own.ID+"/methods", body) }
+	r := put(map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH", "minAmount": 2000, "maxAmount": 50000,
+		"accounts": []map[string]string{{"accountName": "Own Shop", "accountNumber": "07809999999"}}}}})
+	requireOK(t, r)
+	methods := decodeAny(t, r)["methods"].([]any)
+	require.Len(t, methods, 1)
+
+	var banks []map[string]any
+	s.get(own, "/v1/banks", "type=deposit").decode(t, &banks)
+	require.Len(t, banks, 1)
+	require.Equal(t, "ZAINCASH", banks[0]["code"])
+	require.Equal(t, 2000.0, banks[0]["minAmount"])
+	require.Equal(t, 50000.0, banks[0]["maxAmount"])
+	var all []map[string]any
+	s.get(plain, "/v1/banks", "type=deposit").decode(t, &all)
+	require.Len(t, all, 5, "a site without a setting keeps every method")
+
+	d := rec(t, s.post(own, pathDeposit, depositForm("ZAINCASH", "m-1", "u1", 25000)))
+	require.Equal(t, "Own Shop", d.BankAccountName)
+	require.Equal(t, "07809999999", d.BankAccountIban)
+	for _, c := range []struct {
+		path string
+		form url.Values
+		code string
+	}{
+		{pathDeposit, depositForm("QICARD", "m-2", "u2", 25000), "unknown_bank"},
+		{pathDeposit, depositForm("ZAINCASH", "m-3", "u3", 1500), "amount_out_of_range"},
+		{pathDeposit, depositForm("ZAINCASH", "m-4", "u4", 60000), "amount_out_of_range"},
+		{pathWithdraw, withdrawForm("QICARD", "m-5", "u5", 5000, "6375000012345678"), "unknown_bank"},
+	} {
+		r := s.post(own, c.path, c.form)
+		field := "bankId"
+		if c.code == "amount_out_of_range" {
+			field = "amount"
+		}
+		requireErr(t, r, 400, c.code, field)
+		if c.code == "unknown_bank" {
+			require.Contains(t, r.Message, "not a")
+			require.Contains(t, r.Message, "methods are ZAINCASH (GET")
+		}
+	}
+	requireOK(t, s.post(plain, pathDeposit, depositForm("QICARD", "p-1", "u1", 25000)))
+
+	for _, c := range []struct {
+		body  map[string]any
+		code  string
+		field string
+	}{
+		{map[string]any{"all": true, "methods": []map[string]any{{"bank": "ZAINCASH"}}}, "invalid_request", "methods"},
+		{map[string]any{"methods": []map[string]any{}}, "invalid_request", "methods"},
+		{map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH"}, {"bank": "ZAINCASH"}}}, "invalid_request", "methods[1].bank"},
+		{map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH", "minAmount": 5000, "maxAmount": 100}}}, "invalid_request", "methods[0].minAmount"},
+		{map[string]any{"methods": []map[string]any{{"bank": "NOPE"}}}, "unknown_bank", "methods[0].bank"},
+		{map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH", "accounts": []map[string]string{{"accountName": "x"}}}}}, "invalid_request", "methods[0].accounts"},
+	} {
+		requireErr(t, put(c.body), 400, c.code, c.field)
+	}
+	// Back to every method.
+	r = put(map[string]any{"all": true})
+	requireOK(t, r)
+	require.Nil(t, decodeAny(t, r)["methods"])
+	requireOK(t, s.post(own, pathDeposit, depositForm("QICARD", "m-6", "u6", 25000)))
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"gateway/aggregates"
+	"gateway/events"
 	"gateway/ids"
 	"gateway/ledger"
 	"gateway/records"
@@ -20,16 +21,77 @@ type siteView struct {
 	// IPAllowlist, CallbackURL, ReturnURL and Support shadow the settings'
 	// own fields: the API shows no allowlist as [] and no URL or contact
 	// as null.
-	IPAllowlist   []string         `json:"ipAllowlist"`
-	CallbackURL   *string          `json:"callbackUrl"`
-	ReturnURL     *string          `json:"returnUrl"`
-	Support       *string          `json:"supportContact"`
-	Sandbox       bool             `json:"sandbox"`
+	IPAllowlist []string `json:"ipAllowlist"`
+	CallbackURL *string  `json:"callbackUrl"`
+	ReturnURL   *string  `json:"returnUrl"`
+	Support     *string  `json:"supportContact"`
+	Sandbox     bool     `json:"sandbox"`
+	// Methods is null when the site offers every enabled method.
+	Methods       []siteMethodView `json:"methods"`
 	AppKey        string           `json:"appKey"`
 	Secret        string           `json:"secret,omitempty"`
 	WebhookSecret string           `json:"webhookSecret,omitempty"`
 	CreatedAt     string           `json:"createdAt"`
 	Treasury      *records.Balance `json:"treasury,omitempty"`
+}
+
+// siteMethodView is a method as a site offers it (0 and [] mean the
+// method's own limits and accounts).
+type siteMethodView struct {
+	BankID    string           `json:"bankId"`
+	MinAmount int64            `json:"minAmount"`
+	MaxAmount int64            `json:"maxAmount"`
+	Accounts  []events.Account `json:"accounts"`
+}
+
+func orEmpty(a []events.Account) []events.Account {
+	if a == nil {
+		return []events.Account{}
+	}
+	return a
+}
+
+// setSiteMethods serves PUT /ops/v1/sites/{id}/methods: the methods the
+// site offers (docs/operator-api.md "Methods of a site").
+func (s *Server) setSiteMethods(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		All     bool `json:"all"`
+		Methods []struct {
+			Bank      string           `json:"bank"`
+			MinAmount int64            `json:"minAmount"`
+			MaxAmount int64            `json:"maxAmount"`
+			Accounts  []events.Account `json:"accounts"`
+		} `json:"methods"`
+	}
+	if err := decodeJSON(w, r, &b); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	id, err := siteParam(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cmd := aggregates.SetSiteMethods{All: b.All}
+	for i, m := range b.Methods {
+		bk, ok := s.cfg.Ledger.Catalog().Resolve(m.Bank)
+		if !ok {
+			s.writeErr(w, r, &apiError{status: 400, code: "unknown_bank", field: fmt.Sprintf("methods[%d].bank", i),
+				message: fmt.Sprintf("%q is no method's code or _id", m.Bank)})
+			return
+		}
+		cmd.Methods = append(cmd.Methods, events.SiteMethod{BankID: bk.ID, MinAmount: m.MinAmount, MaxAmount: m.MaxAmount, Accounts: m.Accounts})
+	}
+	if _, err := s.run(r, id, cmd); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	cfg, ok := s.cfg.Ledger.SiteConfig(id)
+	if !ok {
+		s.writeErr(w, r, aggregates.ErrSiteNotFound)
+		return
+	}
+	s.writeData(w, r, viewSite(id, cfg))
 }
 
 // orNull shows "" as null.
@@ -48,6 +110,13 @@ func viewSite(id ids.SiteID, c *aggregates.Config) siteView {
 	}
 	v.CallbackURL, v.ReturnURL, v.Support = orNull(c.CallbackURL), orNull(c.ReturnURL), orNull(c.SupportContact)
 	v.Sandbox = c.Sandbox
+	if c.OwnMethods {
+		v.Methods = []siteMethodView{}
+		for _, m := range c.Methods {
+			v.Methods = append(v.Methods, siteMethodView{BankID: m.BankID, MinAmount: m.MinAmount, MaxAmount: m.MaxAmount,
+				Accounts: orEmpty(m.Accounts)})
+		}
+	}
 	return v
 }
 
