@@ -135,7 +135,7 @@ func (s *Site) checkOwn(seq uint64, evs []events.Event) error {
 				return fmt.Errorf("%w: message %d event %d creates site %q again", ErrForeignEvent, seq, i, s.ID)
 			}
 			created = true
-		case *events.BankCreated, *events.BankUpdated, *events.OperatorCreated, *events.OperatorRevoked:
+		case *events.BankCreated, *events.BankUpdated, *events.BankScoped, *events.OperatorCreated, *events.OperatorRevoked:
 			return fmt.Errorf("%w: message %d event %d is a %s, not a site event", ErrForeignEvent, seq, i, e.Name)
 		default:
 			if !created {

@@ -22,7 +22,10 @@ type Bank struct {
 	Deposit        bool
 	Withdraw       bool
 	Enabled        bool
-	Accounts       []events.Account
+	// Scoped: only sites that list the method in their methods offer it
+	// (bank.scoped).
+	Scoped   bool
+	Accounts []events.Account
 	// IdempotencyKey and RequestHash are those of the request that
 	// created the method ("" when it had no Idempotency-Key).
 	IdempotencyKey string
@@ -67,6 +70,9 @@ type Catalog struct {
 	banks  []*Bank
 	byID   map[string]*Bank
 	byCode map[string]*Bank
+	// creating is the method created by the message being applied, so
+	// that the message's other events about it count as its creation.
+	creating string
 }
 
 // NewCatalog returns an empty catalog.
@@ -99,6 +105,8 @@ type CreateBank struct {
 	Deposit        bool
 	Withdraw       bool
 	Accounts       []events.Account
+	// Scoped: offered only by the sites that list it (bank.scoped).
+	Scoped         bool
 	IdempotencyKey string
 	RequestHash    string
 }
@@ -119,6 +127,7 @@ type UpdateBank struct {
 	Withdraw  *bool
 	Accounts  *[]events.Account
 	Enabled   *bool
+	Scoped    *bool
 }
 
 const maxCodeLen = 32
@@ -174,11 +183,18 @@ func (c *Catalog) decideCreateBank(cmd CreateBank, now time.Time, actor string) 
 	if err := checkAccounts(cmd.Deposit, cmd.Accounts); err != nil {
 		return nil, err
 	}
-	return []events.Event{{Name: events.BankCreatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankCreated{
+	evs := []events.Event{{Name: events.BankCreatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankCreated{
 		BankID: cmd.ID, Code: cmd.Code, Name: cmd.Name, IdentifierKind: cmd.IdentifierKind,
 		MinAmount: cmd.MinAmount, MaxAmount: cmd.MaxAmount, Deposit: cmd.Deposit, Withdraw: cmd.Withdraw,
 		Accounts: cmd.Accounts, IdempotencyKey: cmd.IdempotencyKey, RequestHash: cmd.RequestHash,
-	}}}, nil
+	}}}
+	if cmd.Scoped {
+		// In the creation's message: the method is never offered to
+		// every site, not even for a moment.
+		evs = append(evs, events.Event{Name: events.BankScopedName, Time: now.UnixMilli(), Actor: actor,
+			Payload: &events.BankScoped{BankID: cmd.ID, Scoped: true}})
+	}
+	return evs, nil
 }
 
 // decideUpdateBank validates a change to an existing method.
@@ -216,10 +232,19 @@ func (c *Catalog) decideUpdateBank(cmd UpdateBank, now time.Time, actor string) 
 	if err := checkAccounts(dep, accts); err != nil {
 		return nil, err
 	}
-	return []events.Event{{Name: events.BankUpdatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankUpdated{
+	var evs []events.Event
+	up := &events.BankUpdated{
 		BankID: cmd.ID, Name: cmd.Name, MinAmount: cmd.MinAmount, MaxAmount: cmd.MaxAmount,
 		Deposit: cmd.Deposit, Withdraw: cmd.Withdraw, Accounts: cmd.Accounts, Enabled: cmd.Enabled,
-	}}}, nil
+	}
+	if cmd.Scoped == nil || *up != (events.BankUpdated{BankID: cmd.ID}) {
+		evs = append(evs, events.Event{Name: events.BankUpdatedName, Time: now.UnixMilli(), Actor: actor, Payload: up})
+	}
+	if cmd.Scoped != nil {
+		evs = append(evs, events.Event{Name: events.BankScopedName, Time: now.UnixMilli(), Actor: actor,
+			Payload: &events.BankScoped{BankID: cmd.ID, Scoped: *cmd.Scoped}})
+	}
+	return evs, nil
 }
 
 func checkLimits(minA, maxA int64) error {
@@ -252,13 +277,18 @@ func notCodeRune(r rune) bool {
 // any event that is not the catalog's is refused whole, the catalog
 // unchanged.
 func (c *Catalog) ApplyMessage(seq uint64, evs []events.Event) error {
-	return applyOwn(seq, evs, "catalog", func(p events.Payload) bool {
-		switch p.(type) {
-		case *events.BankCreated, *events.BankUpdated:
-			return true
-		}
-		return false
-	}, c.Apply)
+	c.creating = ""
+	defer func() { c.creating = "" }()
+	return applyOwn(seq, evs, "catalog", isCatalogPayload, c.Apply)
+}
+
+// isCatalogPayload reports whether p is a catalog event.
+func isCatalogPayload(p events.Payload) bool {
+	switch p.(type) {
+	case *events.BankCreated, *events.BankUpdated, *events.BankScoped:
+		return true
+	}
+	return false
 }
 
 // applyOwn applies evs, stored in the message at seq, with apply when own
@@ -291,6 +321,19 @@ func (c *Catalog) Apply(e events.Event) {
 		c.banks = append(c.banks, b)
 		c.byID[b.ID] = b
 		c.byCode[b.Code] = b
+		c.creating = b.ID
+	case *events.BankScoped:
+		old, ok := c.byID[p.BankID]
+		if !ok {
+			return
+		}
+		b := *old
+		b.Scoped = p.Scoped
+		if c.creating == b.ID && old.created == old {
+			// Part of a keyed creation: its repeats answer with it.
+			b.created = &b
+		}
+		c.replace(old, &b)
 	case *events.BankUpdated:
 		old, ok := c.byID[p.BankID]
 		if !ok {
@@ -318,15 +361,20 @@ func (c *Catalog) Apply(e events.Event) {
 		if p.Enabled != nil {
 			b.Enabled = *p.Enabled
 		}
-		nb := &b
-		for i := range c.banks {
-			if c.banks[i] == old {
-				c.banks[i] = nb
-			}
-		}
-		c.byID[b.ID] = nb
-		c.byCode[b.Code] = nb
+		c.replace(old, &b)
 	}
+}
+
+// replace publishes nb in place of old: Bank values are immutable once
+// published, so readers holding old keep a consistent method.
+func (c *Catalog) replace(old, nb *Bank) {
+	for i := range c.banks {
+		if c.banks[i] == old {
+			c.banks[i] = nb
+		}
+	}
+	c.byID[nb.ID] = nb
+	c.byCode[nb.Code] = nb
 }
 
 // Clone returns a copy that shares the immutable Bank values, so a reader can

@@ -9,6 +9,7 @@ import (
 
 	"gateway/aggregates/recipient"
 	"gateway/events"
+	"gateway/ids"
 )
 
 func validCreateBank() CreateBank {
@@ -335,3 +336,74 @@ func TestDisabledBankRefusedBySite(t *testing.T) {
 // evsOf is a Decide's events, for tests of commands that concern no
 // transaction.
 func evsOf(d Decision, err error) ([]events.Event, error) { return d.Events, err }
+
+// TestBankScoped: a scoped method is offered only by the sites that list
+// it; its creation's message scopes it, so no site ever sees it before.
+func TestBankScoped(t *testing.T) {
+	scoped := validCreateBank()
+	scoped.Scoped, scoped.IdempotencyKey, scoped.RequestHash = true, "k-1", strings.Repeat("a", 64)
+	scoped.ID = string(ids.BankForKey("k-1"))
+	c := NewCatalog()
+	evs, err := evsOf(c.Decide(scoped, t0, operator))
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	assert.Equal(t, events.BankCreatedName, evs[0].Name)
+	assert.Equal(t, &events.BankScoped{BankID: scoped.ID, Scoped: true}, evs[1].Payload)
+	require.NoError(t, c.ApplyMessage(1, evs))
+	b, ok := c.Resolve(scoped.Code)
+	require.True(t, ok)
+	assert.True(t, b.Scoped)
+	assert.True(t, b.AsCreated().Scoped, "a repeat of the creation answers it scoped")
+
+	offers := func(cfg *Config, b *Bank) bool { _, _, _, ok := cfg.Offer(b); return ok }
+	listing := &Config{OwnMethods: true, Methods: []events.SiteMethod{{BankID: b.ID}}}
+	other := &Config{OwnMethods: true, Methods: []events.SiteMethod{{BankID: "bk_other"}}}
+	assert.False(t, offers(nil, b), "a site with every method does not see a scoped one")
+	assert.False(t, offers(&Config{}, b))
+	assert.True(t, offers(listing, b), "a site that lists it offers it")
+	assert.False(t, offers(other, b))
+
+	tests := []struct {
+		name   string
+		cmd    UpdateBank
+		names  []string
+		scoped bool
+	}{
+		{"unscope alone writes only the scope", UpdateBank{ID: b.ID, Scoped: ptr(false)}, []string{events.BankScopedName}, false},
+		{"limits and scope", UpdateBank{ID: b.ID, MaxAmount: ptr(int64(9000)), Scoped: ptr(false)},
+			[]string{events.BankUpdatedName, events.BankScopedName}, false},
+		{"limits alone keep the scope", UpdateBank{ID: b.ID, MaxAmount: ptr(int64(9000))}, []string{events.BankUpdatedName}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := c.Clone()
+			evs, err := evsOf(c.Decide(tc.cmd, t0, operator))
+			require.NoError(t, err)
+			var names []string
+			for _, e := range evs {
+				names = append(names, e.Name)
+			}
+			assert.Equal(t, tc.names, names)
+			require.NoError(t, c.ApplyMessage(2, evs))
+			nb, _ := c.Resolve(b.ID)
+			assert.Equal(t, tc.scoped, nb.Scoped)
+			assert.True(t, nb.AsCreated().Scoped, "what the creation answered does not change")
+			assert.True(t, b.Scoped, "the published Bank is never modified")
+			assert.Equal(t, !tc.scoped, offers(nil, nb))
+		})
+	}
+
+	// Scoping a method later is not part of its creation.
+	plain := validCreateBank()
+	plain.ID, plain.Code, plain.IdempotencyKey, plain.RequestHash = string(ids.BankForKey("k-2")), "PLAIN", "k-2", strings.Repeat("b", 64)
+	evs, err = evsOf(c.Decide(plain, t0, operator))
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.NoError(t, c.ApplyMessage(2, evs))
+	evs, err = evsOf(c.Decide(UpdateBank{ID: plain.ID, Scoped: ptr(true)}, t0, operator))
+	require.NoError(t, err)
+	require.NoError(t, c.ApplyMessage(3, evs))
+	pb, _ := c.Resolve("PLAIN")
+	assert.True(t, pb.Scoped)
+	assert.False(t, pb.AsCreated().Scoped)
+}

@@ -32,6 +32,7 @@ func TestApplyMessage_refusesForeign(t *testing.T) {
 		{"an event before the creation", false, []events.Event{credit}},
 		{"a settings change before the creation", false, []events.Event{ev(&events.SiteUpdated{Name: ptr("x")})}},
 		{"a method event", true, []events.Event{ev(&events.BankCreated{BankID: "b", Code: "B"})}},
+		{"a method scope", true, []events.Event{ev(&events.BankScoped{BankID: "b", Scoped: true})}},
 		{"an operator event", true, []events.Event{ev(&events.OperatorCreated{ID: "o1", Name: "n", Role: "admin"})}},
 	}
 	for _, tc := range tests {
@@ -83,7 +84,7 @@ func TestApplyMessage_sharedRefuseForeign(t *testing.T) {
 		foreign []events.Event
 	}{
 		{"catalog", func() shared { return NewCatalog() }, bank, []events.Event{op, site}},
-		{"operators", func() shared { return NewOperators() }, op, []events.Event{bank, site}},
+		{"operators", func() shared { return NewOperators() }, op, []events.Event{bank, ev(&events.BankScoped{BankID: "b1"}), site}},
 	}
 	for _, tc := range tests {
 		for _, f := range tc.foreign {

@@ -224,7 +224,7 @@ type Alias struct {
 func (c *Config) Offer(b *Bank) (minAmount, maxAmount int64, accounts []events.Account, ok bool) {
 	minAmount, maxAmount, accounts = b.MinAmount, b.MaxAmount, b.Accounts
 	if c == nil || !c.OwnMethods {
-		return minAmount, maxAmount, accounts, true
+		return minAmount, maxAmount, accounts, !b.Scoped
 	}
 	for _, m := range c.Methods {
 		if m.BankID != b.ID {

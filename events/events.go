@@ -47,6 +47,7 @@ const (
 	BankCreatedName              = "bank.created.v2"
 	BankCreatedV1Name            = "bank.created.v1"
 	BankUpdatedName              = "bank.updated.v1"
+	BankScopedName               = "bank.scoped.v1"
 	OperatorCreatedName          = "operator.created.v1"
 	OperatorRevokedName          = "operator.revoked.v1"
 )
@@ -326,6 +327,8 @@ func decodePayload(name string, data []byte) (Payload, error) {
 		p = &BankCreated{}
 	case BankUpdatedName:
 		p = &BankUpdated{}
+	case BankScopedName:
+		p = &BankScoped{}
 	case OperatorCreatedName:
 		p = &OperatorCreated{}
 	case OperatorRevokedName:

@@ -330,6 +330,21 @@ type BankUpdated struct {
 // EventName implements Payload.
 func (*BankUpdated) EventName() string { return BankUpdatedName }
 
+// BankScoped makes a method offered only by the sites that list it in their
+// methods (site.methods_set), or, Scoped false, by every site again. A
+// scoped method never appears to a site that offers every method, so a
+// method made for some sites (a load test's, a pilot's) is not seen by
+// the others. Its own event, not a field of bank.created or bank.updated:
+// a build that does not know it refuses the message instead of offering
+// the method to every site.
+type BankScoped struct {
+	BankID string `msgpack:"id"`
+	Scoped bool   `msgpack:"scoped"`
+}
+
+// EventName implements Payload.
+func (*BankScoped) EventName() string { return BankScopedName }
+
 // OperatorCreated adds a named operator with a role. Only the SHA-256 of the
 // operator's bearer token is stored (hex): the token itself is shown once,
 // to the admin who created it, and is never written anywhere.

@@ -23,6 +23,7 @@ type bankBody struct {
 	Withdraw       *bool                 `json:"withdraw"`
 	Accounts       *[]events.Account     `json:"accounts"`
 	Enabled        *bool                 `json:"enabled"`
+	Scoped         *bool                 `json:"scoped"`
 }
 
 // bankView is a method as the operator API shows it.
@@ -36,12 +37,13 @@ type bankView struct {
 	Deposit        bool                 `json:"deposit"`
 	Withdraw       bool                 `json:"withdraw"`
 	Enabled        bool                 `json:"enabled"`
+	Scoped         bool                 `json:"scoped"`
 	Accounts       []events.Account     `json:"accounts"`
 }
 
 func viewBank(b *aggregates.Bank) bankView {
 	v := bankView{ID: b.ID, Code: b.Code, Name: b.Name, IdentifierKind: string(b.IdentifierKind), MinAmount: b.MinAmount,
-		MaxAmount: b.MaxAmount, Deposit: b.Deposit, Withdraw: b.Withdraw, Enabled: b.Enabled, Accounts: b.Accounts}
+		MaxAmount: b.MaxAmount, Deposit: b.Deposit, Withdraw: b.Withdraw, Enabled: b.Enabled, Scoped: b.Scoped, Accounts: b.Accounts}
 	if v.Accounts == nil {
 		v.Accounts = []events.Account{}
 	}
@@ -76,7 +78,7 @@ func (s *Server) createBank(w http.ResponseWriter, r *http.Request) {
 	}
 	cmd := aggregates.CreateBank{ID: string(id), Code: deref(b.Code), IdentifierKind: deref(b.IdentifierKind),
 		MinAmount: derefInt(b.MinAmount), MaxAmount: derefInt(b.MaxAmount), Deposit: derefBool(b.Deposit), Withdraw: derefBool(b.Withdraw),
-		IdempotencyKey: key, RequestHash: hash}
+		Scoped: derefBool(b.Scoped), IdempotencyKey: key, RequestHash: hash}
 	if b.Name != nil {
 		cmd.Name = *b.Name
 	}
@@ -120,7 +122,7 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 	}
 	id := bk.ID
 	cmd := aggregates.UpdateBank{ID: id, Name: b.Name, MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit,
-		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled}
+		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled, Scoped: b.Scoped}
 	s.catalogCommand(w, r, id, false, cmd)
 }
 

@@ -225,4 +225,42 @@ func TestSiteMethods(t *testing.T) {
 	requireOK(t, r)
 	require.Nil(t, decodeAny(t, r)["methods"])
 	requireOK(t, s.post(own, pathDeposit, depositForm("QICARD", "m-6", "u6", 25000)))
+
+	// A scoped method is offered only by the sites that list it.
+	r = s.ops("POST", "/ops/v1/banks", map[string]any{"code": "PILOT", "name": map[string]string{"en": "Pilot"},
+		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 100000, "deposit": true, "withdraw": true, "scoped": true,
+		"accounts": []map[string]string{{"accountName": "Pilot", "accountNumber": "07700000001"}}})
+	requireOK(t, r)
+	pilot := decodeAny(t, r)
+	require.Equal(t, true, pilot["scoped"])
+	codes := func(site site) []string {
+		var banks []map[string]any
+		s.get(site, "/v1/banks", "type=deposit").decode(t, &banks)
+		var out []string
+		for _, b := range banks {
+			out = append(out, b["code"].(string))
+		}
+		return out
+	}
+	require.NotContains(t, codes(plain), "PILOT", "a site offering every method does not see a scoped one")
+	r = s.post(plain, pathDeposit, depositForm("PILOT", "p-2", "u2", 25000))
+	requireErr(t, r, 400, "unknown_bank", "bankId")
+	require.Contains(t, r.Message, "methods are ")
+	require.NotContains(t, r.Message[strings.Index(r.Message, "methods are "):], "PILOT", "the listing leaves it out")
+	requireOK(t, put(map[string]any{"methods": []map[string]any{{"bank": "PILOT"}, {"bank": "ZAINCASH"}}}))
+	require.Equal(t, []string{"ZAINCASH", "PILOT"}, codes(own))
+	requireOK(t, s.post(own, pathDeposit, depositForm("PILOT", "m-7", "u7", 25000)))
+
+	var listed map[string][]map[string]any
+	r = s.ops("GET", "/ops/v1/banks", nil)
+	requireOK(t, r)
+	r.decode(t, &listed)
+	for _, b := range listed["items"] {
+		require.Equal(t, b["code"] == "PILOT", b["scoped"], "scoped of %v", b["code"])
+	}
+	r = s.ops("PATCH", "/ops/v1/banks/"+pilot["_id"].(string), map[string]any{"scoped": false})
+	requireOK(t, r)
+	require.Equal(t, false, decodeAny(t, r)["scoped"])
+	require.Contains(t, codes(plain), "PILOT", "unscoped, every site offers it again")
+	requireOK(t, s.post(plain, pathDeposit, depositForm("PILOT", "p-3", "u3", 25000)))
 }
