@@ -313,13 +313,17 @@ func webhookKey(secret string) ([]byte, error) {
 
 const catCallbacks = "callbacks"
 
-// createHookSites creates n sites whose callbackUrl is the receiver.
-func (a *api) createHookSites(ctx context.Context, prefix string, n int, rcv *receiver) ([]site, error) {
+// createHookSites creates n sites offering method m whose callbackUrl is
+// the receiver.
+func (a *api) createHookSites(ctx context.Context, prefix string, n int, m method, rcv *receiver) ([]site, error) {
 	hs := make([]hookSite, n)
 	keys := make([][]byte, n)
 	err := parallel(ctx, n, func(k int) error {
 		in := map[string]any{"name": fmt.Sprintf("%s-%d", prefix, k), "callbackUrl": fmt.Sprintf("%s/s/%d", rcv.base, k)}
 		if err := a.ops(ctx, http.MethodPost, "/ops/v1/sites", in, &hs[k]); err != nil {
+			return err
+		}
+		if err := a.useMethod(ctx, hs[k].ID, m); err != nil {
 			return err
 		}
 		var err error
@@ -444,7 +448,7 @@ func runCallbacks(ctx context.Context, o options, dir string, r int, rr *RunRepo
 		return fmt.Errorf("setup: %w", err)
 	}
 	tag := "cb" + randomHex(4)
-	sites, err := a.createHookSites(ctx, tag, o.sites, rcv)
+	sites, err := a.createHookSites(ctx, tag, o.sites, m, rcv)
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -196,10 +194,7 @@ func TestCallbacksModeAgainstTheGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway")
 	}
-	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "gateway/cmd/gateway").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildGateway(t)
 	for _, disp := range []string{"gateway", "standalone"} {
 		t.Run(disp, func(t *testing.T) {
 			o := testOptions("callbacks")

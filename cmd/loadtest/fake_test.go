@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ type fakeState struct {
 type fakeSite struct {
 	ID, AppKey, Secret string
 	Balance, Pending   int64
+	Methods            []string // _ids the site offers (PUT .../methods)
 }
 
 // fakeTx is a stored transaction.
@@ -128,6 +130,13 @@ func (g *fakeGateway) handler() http.Handler {
 		}
 	}
 	mux.HandleFunc("POST /ops/v1/banks", ops(func(w http.ResponseWriter, r *http.Request, b map[string]any) {
+		// The load test's method must be scoped, so that sites it did not
+		// create never see it; every method of this fake is then offered
+		// only by the sites that list it.
+		if b["scoped"] != true {
+			reply(w, 400, nil, "invalid_request", "the load test's method must be scoped")
+			return
+		}
 		g.State.Seq++
 		id := fmt.Sprintf("bank%06d", g.State.Seq)
 		g.State.Banks[b["code"].(string)] = id
@@ -138,6 +147,30 @@ func (g *fakeGateway) handler() http.Handler {
 		s := &fakeSite{ID: fmt.Sprintf("site%d", g.State.Seq), AppKey: randomHex(8), Secret: randomHex(16)}
 		g.State.Sites[s.AppKey] = s
 		reply(w, 201, map[string]any{"id": s.ID, "appKey": s.AppKey, "secret": s.Secret, "webhookSecret": "whsec_x"}, "", "")
+	}))
+	mux.HandleFunc("PUT /ops/v1/sites/{id}/methods", ops(func(w http.ResponseWriter, r *http.Request, b map[string]any) {
+		list, _ := b["methods"].([]any)
+		var ids []string
+		for _, m := range list {
+			ref, _ := m.(map[string]any)["bank"].(string)
+			for code, id := range g.State.Banks {
+				if ref == id || ref == code {
+					ids = append(ids, id)
+				}
+			}
+		}
+		if len(ids) != len(list) || len(ids) == 0 {
+			reply(w, 400, nil, "unknown_bank", "methods")
+			return
+		}
+		for _, s := range g.State.Sites {
+			if s.ID == r.PathValue("id") {
+				s.Methods = ids
+				reply(w, 200, map[string]any{"id": s.ID}, "", "")
+				return
+			}
+		}
+		reply(w, 404, nil, "not_found", "site")
 	}))
 	mux.HandleFunc("POST /ops/v1/sites/{id}/adjustments", ops(func(w http.ResponseWriter, r *http.Request, b map[string]any) {
 		for _, s := range g.State.Sites {
@@ -175,6 +208,10 @@ func (g *fakeGateway) handler() http.Handler {
 		kind := r.PathValue("kind")
 		amt, err := strconv.ParseInt(v.Get("amount"), 10, 64)
 		bank, ok := g.State.Banks[v.Get("bankId")]
+		if ok && !slices.Contains(s.Methods, bank) {
+			reply(w, 400, nil, "unknown_bank", "not a method of this site")
+			return
+		}
 		if err != nil || !ok || v.Get("processId") == "" || (kind == "withdraw" && len(v.Get("iban")) != 11) {
 			reply(w, 400, nil, "invalid_request", "fields")
 			return

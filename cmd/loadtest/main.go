@@ -19,9 +19,13 @@
 // every one, so a write acknowledged by one gateway must be found through
 // all of them.
 //
-// Setup goes through the operator API: one PHONE method with a random code,
-// -sites sites (created 16 at a time) and, for withdrawals, a treasury
-// adjustment of -seed-balance per site. Request i goes to site i % sites (with
+// Setup goes through the operator API: one PHONE method with a random code
+// ("lt" and 8 hex digits), scoped so that only the sites that list it offer
+// it, -sites sites (created 16 at a time, named "lt-<tag>-<k>") each
+// offering exactly that method, and, for withdrawals, a treasury adjustment
+// of -seed-balance per site. Against a live gateway (-url) nothing of this
+// is visible to its other merchants; disabling the method retires it
+// (printed by usage, and in the README's "Load test"). Request i goes to site i % sites (with
 // -hot h, a share h of the requests to the first site instead) with
 // processId "<tag>-<i>", its own end user and an amount of 1,000 to 50,000
 // IQD, signed with the site's secret over the exact body.
@@ -114,6 +118,26 @@ type options struct {
 	memoryLimit string
 }
 
+// usageText heads -h: what the load test does and what it leaves behind
+// on a gateway it did not start.
+const usageText = `Usage: loadtest (-gateway BIN | -url URL -admin-token T | -ref REFGW -ref-only) [flags]
+
+Drives signed merchant deposits, withdrawals or callbacks at the gateway,
+measures throughput and latency, and checks the gateway's invariants.
+
+What it creates: one payment method (code "lt" + 8 hex digits, "scoped": true,
+so only the sites that list it offer it) and -sites sites named
+"lt-<tag>-<k>" that offer exactly that method (withdrawal runs also credit
+their treasuries). With -gateway all of it lives in a temp directory that
+is removed. With -url it stays on that gateway, invisible to every other
+site; to retire it, disable the method (its code is printed at setup):
+
+  curl -X PATCH -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+    "$G/ops/v1/banks/<code>" -d '{"enabled":false}'
+
+Flags:
+`
+
 // parseFlags reads and validates the flags; usage errors exit with status 2
 // like the flag package's own errors.
 func parseFlags(args []string) (options, error) {
@@ -146,6 +170,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.runs, "runs", 1, "repeat the whole comparison this many times and report medians")
 	fs.BoolVar(&o.allowErrors, "allow-errors", false, "do not fail the run when some requests are answered with non-200 (the stored-exactly-once and 503-not-stored checks still run)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress display")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -562,7 +590,7 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 			}
 		}
 	}
-	sites, err := a.createSites(ctx, "lt-"+cfg.tag, o.sites, seed)
+	sites, err := a.createSites(ctx, "lt-"+cfg.tag, o.sites, m, seed)
 	if err != nil {
 		return withLog(fmt.Errorf("setup: %w", err))
 	}

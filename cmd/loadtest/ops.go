@@ -154,7 +154,10 @@ type method struct {
 }
 
 // createMethod creates a PHONE method open for deposits and withdrawals with
-// a random code, so repeated runs against one gateway never collide.
+// a random code, so repeated runs against one gateway never collide. It is
+// scoped (docs/operator-api.md "Methods"): only the sites the load test
+// creates offer it (useSite), so a run against a live gateway never shows
+// it to a real merchant.
 func (a *api) createMethod(ctx context.Context) (method, error) {
 	code := "lt" + randomHex(4)
 	in := map[string]any{
@@ -166,6 +169,7 @@ func (a *api) createMethod(ctx context.Context) (method, error) {
 		"deposit":        true,
 		"withdraw":       true,
 		"accounts":       []map[string]string{{"accountName": "Load Test", "accountNumber": "07701234567"}},
+		"scoped":         true,
 	}
 	var m method
 	if err := a.ops(ctx, http.MethodPost, "/ops/v1/banks", in, &m); err != nil {
@@ -180,10 +184,18 @@ func (a *api) createMethod(ctx context.Context) (method, error) {
 	return m, nil
 }
 
-// createSites creates n sites with 16 concurrent workers (a thousand sites
-// one by one would dominate a short run) and, when seed > 0, credits each
-// site's treasury with seed so withdrawals are covered.
-func (a *api) createSites(ctx context.Context, prefix string, n int, seed int64) ([]site, error) {
+// useMethod makes site id offer exactly method m (docs/operator-api.md
+// "Methods of a site"): the scoped method is then the site's only one.
+func (a *api) useMethod(ctx context.Context, id string, m method) error {
+	in := map[string]any{"methods": []map[string]string{{"bank": m.ID}}}
+	return a.ops(ctx, http.MethodPut, "/ops/v1/sites/"+id+"/methods", in, nil)
+}
+
+// createSites creates n sites offering method m, with 16 concurrent
+// workers (a thousand sites one by one would dominate a short run) and,
+// when seed > 0, credits each site's treasury with seed so withdrawals are
+// covered.
+func (a *api) createSites(ctx context.Context, prefix string, n int, m method, seed int64) ([]site, error) {
 	sites := make([]site, n)
 	errs := make([]error, n)
 	jobs := make(chan int)
@@ -191,7 +203,7 @@ func (a *api) createSites(ctx context.Context, prefix string, n int, seed int64)
 	for w := 0; w < 16; w++ {
 		wg.Go(func() {
 			for k := range jobs {
-				errs[k] = a.createSite(ctx, fmt.Sprintf("%s-%d", prefix, k), seed, &sites[k])
+				errs[k] = a.createSite(ctx, fmt.Sprintf("%s-%d", prefix, k), m, seed, &sites[k])
 			}
 		})
 	}
@@ -214,13 +226,17 @@ func (a *api) createSites(ctx context.Context, prefix string, n int, seed int64)
 	return sites, nil
 }
 
-// createSite creates one site and optionally seeds its treasury.
-func (a *api) createSite(ctx context.Context, name string, seed int64, out *site) error {
+// createSite creates one site offering method m and optionally seeds its
+// treasury.
+func (a *api) createSite(ctx context.Context, name string, m method, seed int64, out *site) error {
 	if err := a.ops(ctx, http.MethodPost, "/ops/v1/sites", map[string]any{"name": name}, out); err != nil {
 		return err
 	}
 	if out.ID == "" || out.AppKey == "" || out.Secret == "" {
 		return fmt.Errorf("POST /ops/v1/sites: response lacks id, appKey or secret")
+	}
+	if err := a.useMethod(ctx, out.ID, m); err != nil {
+		return err
 	}
 	if seed > 0 {
 		in := map[string]any{"amount": seed, "reason": "load test"}
