@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"gateway/aggregates"
@@ -56,8 +58,11 @@ var demoBanks = []aggregates.CreateBank{
 }
 
 // setupDemo creates the demo methods and site when missing and prints the
-// site's keys and a signed request to try.
-func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, out io.Writer, base string) error {
+// site's keys, a signed request to try, and the shell variables the
+// README's examples use (token is the shell expression of the operator
+// token, "" when it cannot be given without printing a secret the
+// operator typed).
+func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, out io.Writer, base, token string) error {
 	for _, b := range demoBanks {
 		if _, ok := led.Catalog().Resolve(b.Code); ok {
 			continue
@@ -119,7 +124,42 @@ Try the whole flow with the merchant CLI (callbacks reach your laptop through li
   go run ./cmd/merchant sandbox approve -amount 24000 <transactionId>
 
 `, sb.Name, sandboxSiteID, sb.AppKey, sb.Secret, sb.WebhookSecret, base, sb.AppKey, sb.Secret)
+	vars := []string{"G=" + shellQuote(base)}
+	if token != "" {
+		vars = append(vars, "TOKEN="+token)
+	}
+	vars = append(vars, "SITE="+demoSiteID, "APP_KEY="+shellQuote(cfg.AppKey), "SECRET="+shellQuote(cfg.Secret),
+		"SANDBOX_APP_KEY="+shellQuote(sb.AppKey), "SANDBOX_SECRET="+shellQuote(sb.Secret))
+	fmt.Fprintf(out, "The README's examples use these variables; paste this line into the shell you run them from:\n  export %s\n", strings.Join(vars, " "))
+	if token == "" {
+		fmt.Fprintln(out, "  export TOKEN=…   # the --admin-token you gave")
+	}
+	fmt.Fprintln(out)
 	return nil
+}
+
+// tokenShell is how the demo's variables name the operator token: the
+// variable or file it came from, or the generated token (printed already);
+// "" for a token given on the command line, which is not echoed.
+func tokenShell(o options, token string) string {
+	switch {
+	case o.adminTokenFile != "":
+		abs, err := filepath.Abs(o.adminTokenFile)
+		if err != nil {
+			abs = o.adminTokenFile
+		}
+		return `"$(cat ` + shellQuote(abs) + `)"`
+	case o.adminTokenEnv:
+		return `"$GATEWAY_ADMIN_TOKEN"`
+	case o.adminToken == "":
+		return shellQuote(token)
+	}
+	return ""
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // demoSite creates a demo site with settings and a treasury of 10,000,000

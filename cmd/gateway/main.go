@@ -65,16 +65,18 @@ type options struct {
 	natsAuth                   jsstore.Auth
 	demo                       bool
 	adminToken, adminTokenFile string
-	publicURL                  string
-	trustedProxies             string
-	cb                         callbackOptions
-	callbacks                  bool
-	replicas                   int
-	batchMin                   int
-	logLevel                   string
-	logFormat                  string
-	debugListen                string
-	memoryLimit                string
+	// adminTokenEnv: the token came from GATEWAY_ADMIN_TOKEN.
+	adminTokenEnv  bool
+	publicURL      string
+	trustedProxies string
+	cb             callbackOptions
+	callbacks      bool
+	replicas       int
+	batchMin       int
+	logLevel       string
+	logFormat      string
+	debugListen    string
+	memoryLimit    string
 }
 
 // minAdminTokenLen is the shortest --admin-token accepted. The token is
@@ -158,6 +160,7 @@ func (o *options) check() error {
 	}
 	if o.adminToken == "" {
 		o.adminToken = os.Getenv("GATEWAY_ADMIN_TOKEN")
+		o.adminTokenEnv = o.adminToken != ""
 	}
 	o.adminToken, err = adminToken(o.adminToken, o.adminTokenFile)
 	return err
@@ -377,7 +380,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		err := led.WaitReady(rctx)
 		if err == nil {
-			err = setupDemo(rctx, led, reader, stdout, "http://"+ln.Addr().String())
+			err = setupDemo(rctx, led, reader, stdout, "http://"+ln.Addr().String(), tokenShell(o, token))
 		}
 		cancel()
 		if err != nil {

@@ -688,6 +688,9 @@ func TestDemoIsIdempotent(t *testing.T) {
 		}
 		c := creds{ID: "demo", AppKey: line("appKey"), Secret: line("secret")}
 		keys = append(keys, c.AppKey+" "+c.Secret)
+		assert.Contains(t, text, "\n  export G='http://"+addr+"' SITE=demo APP_KEY='"+c.AppKey+"' SECRET='"+c.Secret+"' SANDBOX_APP_KEY='",
+			"the README's variables")
+		assert.Contains(t, text, "export TOKEN=…   # the --admin-token you gave", "a token typed on the command line is not echoed")
 		body := text[strings.Index(text, "--data '")+len("--data '"):]
 		body = body[:strings.Index(body, "'")]
 		e, err := merchant(c, "POST", "http://"+addr, "/v1/transactions/deposit", body)
@@ -705,6 +708,24 @@ func TestDemoIsIdempotent(t *testing.T) {
 		require.NoError(t, cmd.Wait())
 	}
 	assert.Equal(t, keys[0], keys[1], "a second --demo start must keep the demo site")
+}
+
+func TestTokenShell(t *testing.T) {
+	tests := []struct {
+		name string
+		o    options
+		want string
+	}{
+		{"generated", options{}, `'gen'\''tok'`},
+		{"from the environment", options{adminToken: "x", adminTokenEnv: true}, `"$GATEWAY_ADMIN_TOKEN"`},
+		{"from a file", options{adminToken: "x", adminTokenFile: "/etc/gw/token"}, `"$(cat '/etc/gw/token')"`},
+		{"typed as a flag: not echoed", options{adminToken: "x"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tokenShell(tc.o, "gen'tok"))
+		})
+	}
 }
 
 // TestExternalNATS runs one gateway on its embedded server with the client
