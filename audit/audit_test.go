@@ -18,6 +18,7 @@ import (
 	"gateway/aggregates"
 	"gateway/audit"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // TestAudit_generatedHistory audits a generated history of more than
@@ -548,4 +549,78 @@ func TestAudit_sandbox(t *testing.T) {
 	require.NoError(t, rep.WriteText(&b))
 	assert.Contains(t, b.String(), "site "+string(s.ID)+" (sandbox: test money):")
 	assert.NotContains(t, b.String(), "site "+string(gen.Sites[1].State.ID)+" (sandbox")
+}
+
+// TestAudit_settingsAliasesAndTestCallbacks: the events that move no money
+// (site methods, hosted page settings, a sandbox's test callbacks, the
+// aliases of alreadyPending) pass where they are what the gateway writes,
+// and fail the check they break where they are not.
+func TestAudit_settingsAliasesAndTestCallbacks(t *testing.T) {
+	ev := func(p events.Payload) events.Event {
+		return events.Event{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: events.ActorMerchant, Payload: p}
+	}
+	tests := []struct {
+		name    string
+		sandbox bool
+		evs     func(s *aggregates.Site, pending, paid string) []events.Event
+		fails   []string // checks of the site that fail
+		message string
+	}{
+		{"settings", false, func(s *aggregates.Site, _, _ string) []events.Event {
+			url := "https://shop.example/back"
+			return []events.Event{ev(&events.SiteMethodsSet{Methods: []events.SiteMethod{{BankID: "b0000000000000000000001"}}}),
+				ev(&events.SitePageUpdated{ReturnURL: &url}), ev(&events.SiteMethodsSet{All: true})}
+		}, nil, ""},
+		{"an alias of a pending deposit", false, func(s *aggregates.Site, pending, _ string) []events.Event {
+			return []events.Event{ev(&events.DepositAliasAdded{TxID: pending, ProcessID: "order-new"})}
+		}, nil, ""},
+		{"a test callback of a sandbox", true, func(s *aggregates.Site, _, paid string) []events.Event {
+			return []events.Event{ev(&events.SandboxCallback{TxID: paid, Type: "withdrawal.paid"})}
+		}, nil, ""},
+		{"a test callback of a live site", false, func(s *aggregates.Site, _, paid string) []events.Event {
+			return []events.Event{ev(&events.SandboxCallback{TxID: paid, Type: "withdrawal.paid"})}
+		}, []string{audit.CheckTransitions}, "not a sandbox"},
+		{"an alias of a withdrawal", false, func(s *aggregates.Site, _, paid string) []events.Event {
+			return []events.Event{ev(&events.DepositAliasAdded{TxID: paid, ProcessID: "order-new"})}
+		}, []string{audit.CheckTransitions}, "for a withdrawal"},
+		{"an alias of nothing", false, func(s *aggregates.Site, _, _ string) []events.Event {
+			return []events.Event{ev(&events.DepositAliasAdded{TxID: string(s.ID) + "-zzzz", ProcessID: "order-new"})}
+		}, []string{audit.CheckTransitions}, "does not have"},
+		{"an alias that takes a used processId", false, func(s *aggregates.Site, pending, paid string) []events.Event {
+			i, _ := ids.TxID(paid).Index()
+			return []events.Event{ev(&events.DepositAliasAdded{TxID: pending, ProcessID: s.ProcessID(i)})}
+		}, []string{audit.CheckTxIDs}, "already used by " + "PAID"},
+		{"a processId taken twice as an alias", false, func(s *aggregates.Site, pending, _ string) []events.Event {
+			return []events.Event{ev(&events.DepositAliasAdded{TxID: pending, ProcessID: "order-new"}),
+				ev(&events.DepositAliasAdded{TxID: pending, ProcessID: "order-new"})}
+		}, []string{audit.CheckTxIDs}, "already a name of"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			gen := e.generate(t, audit.GenOptions{Events: 300, Sites: 1, Batch: 20, Seed: 21})
+			s := gen.Sites[0].State
+			if tc.sandbox {
+				appendEvents(t, e.st, s, ev(&events.SiteSandbox{Sandbox: true}))
+			}
+			pending := string(ids.NewTx(s.ID, findTx(t, s, aggregates.KindDeposit, aggregates.StatusPending)))
+			paid := string(ids.NewTx(s.ID, findTx(t, s, aggregates.KindWithdrawal, aggregates.StatusPaid)))
+			appendEvents(t, e.st, s, tc.evs(s, pending, paid)...)
+
+			rep := e.runAudit(t, audit.Options{})
+			var want []string
+			for _, c := range tc.fails {
+				want = append(want, string(s.ID)+"/"+c)
+			}
+			assert.Equal(t, want, failed(rep))
+			for _, c := range tc.fails {
+				msg := strings.ReplaceAll(tc.message, "PAID", paid)
+				var all []string
+				for _, p := range check(t, rep, string(s.ID), c).Problems {
+					all = append(all, p.Message)
+				}
+				assert.Contains(t, strings.Join(all, "\n"), msg)
+			}
+		})
+	}
 }

@@ -42,10 +42,13 @@ type siteAudit struct {
 	created bool
 	// sandbox: the site is a sandbox (site.sandbox): its merchant moved
 	// its own transactions.
-	sandbox    bool
-	negLimit   int64
-	txs        []txRec
-	pids       pidSet
+	sandbox  bool
+	negLimit int64
+	txs      []txRec
+	pids     pidSet
+	// aliases are the processIds that name a pending deposit besides its
+	// own (deposit.alias_added: a request answered alreadyPending).
+	aliases    map[string]int32
 	adjCount   int64
 	adjSum     int64
 	runBalance int64 // running balance, for the treasury rule
@@ -119,6 +122,17 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 		}
 	case *events.SiteSandbox:
 		a.sandbox = p.Sandbox
+	case *events.DepositAliasAdded:
+		a.alias(w, p)
+	case *events.SandboxCallback:
+		if !a.sandbox {
+			a.transitionP.addf(at(), p.TxID, "a sandbox test callback on a site that is not a sandbox")
+		}
+		if a.peek(p.TxID) == nil {
+			a.transitionP.addf(at(), p.TxID, "a test callback for a transaction the site does not have (%d transactions so far)", len(a.txs))
+		}
+	case *events.SitePageUpdated, *events.SiteMethodsSet:
+		// Settings that move no money and no transaction.
 	case *events.TreasuryAdjusted:
 		if k := p.IdempotencyKey; k != "" {
 			if first, seen := a.adjKeys[k]; seen {
@@ -202,11 +216,41 @@ func (a *siteAudit) create(w where, txID, pid string, tx txRec) {
 	}
 	if j, dup := a.pids.add(a.txs, pid, int32(len(a.txs)), &tx); dup {
 		a.txidP.addf(w.at(), txID, "processId %q is already used by %s", pid, txIDOf(a.id, j))
+	} else if j, dup := a.aliases[pid]; dup {
+		a.txidP.addf(w.at(), txID, "processId %q is already a name of %s (alreadyPending)", pid, txIDOf(a.id, j))
 	}
 	if tx.requested <= 0 {
 		a.txidP.addf(w.at(), txID, "amount %d is not positive", tx.requested)
 	}
 	a.txs = append(a.txs, tx)
+}
+
+// alias checks a deposit.alias_added: it names a deposit of the site that
+// is pending, with a processId no transaction has and no alias took.
+func (a *siteAudit) alias(w where, p *events.DepositAliasAdded) {
+	tx := a.peek(p.TxID)
+	switch {
+	case tx == nil:
+		a.transitionP.addf(w.at(), p.TxID, "an alias for a transaction the site does not have (%d transactions so far)", len(a.txs))
+		return
+	case tx.kind != aggregates.KindDeposit:
+		a.transitionP.addf(w.at(), p.TxID, "an alias (alreadyPending) for a %s", tx.kind)
+	case tx.status != aggregates.StatusPending:
+		a.transitionP.addf(w.at(), p.TxID, "an alias (alreadyPending) for a deposit that is %s, not pending", tx.status)
+	}
+	if j, dup := a.pids.find(a.txs, p.ProcessID); dup {
+		a.txidP.addf(w.at(), p.TxID, "alias processId %q is already used by %s", p.ProcessID, txIDOf(a.id, j))
+		return
+	}
+	if j, dup := a.aliases[p.ProcessID]; dup {
+		a.txidP.addf(w.at(), p.TxID, "alias processId %q is already a name of %s", p.ProcessID, txIDOf(a.id, j))
+		return
+	}
+	if a.aliases == nil {
+		a.aliases = map[string]int32{}
+	}
+	idx, _ := ids.TxID(p.TxID).Index()
+	a.aliases[p.ProcessID] = idx
 }
 
 // pidSet tells whether a site's processId was seen before. The processIds
@@ -226,6 +270,19 @@ var pidSeed = maphash.MakeSeed()
 // comparison does not copy).
 func (p *pidSet) is(tx *txRec, pid string) bool {
 	return string(p.arena[tx.pidOff:tx.pidOff+tx.pidLen]) == pid
+}
+
+// find returns the transaction that has pid, if any.
+func (p *pidSet) find(txs []txRec, pid string) (int32, bool) {
+	j, taken := p.byHash[maphash.String(pidSeed, pid)]
+	if !taken {
+		return 0, false
+	}
+	if p.is(&txs[j], pid) {
+		return j, true
+	}
+	k, ok := p.collide[pid]
+	return k, ok
 }
 
 // add records pid for transaction i (whose record tx is not yet in txs)
