@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"gateway/internal/testkit"
 )
 
 // root is the repository, from this package's directory.
@@ -220,7 +222,7 @@ func startQuickStart(t *testing.T, work string, sh *shell) *gateway {
 	_, _ = rand.Read(tok)
 	token := base64.StdEncoding.EncodeToString(tok)
 
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	cmd := exec.Command("bash", "-c", "exec "+quickStart)
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "GATEWAY_HTTP="+addr, "GATEWAY_ADMIN_TOKEN="+token, "GATEWAY_LOG_LEVEL=warn")
@@ -280,23 +282,4 @@ func (g *gateway) stop(t *testing.T) {
 		<-g.exited
 		t.Errorf("the quick-start gateway did not stop within 60 s of SIGTERM")
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
-// reads at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
