@@ -115,17 +115,20 @@ func readmeBlocks(t *testing.T) []Block {
 	return out
 }
 
-// checkWorkedSignature holds the README's worked example to its claim: the
-// signature it shows for the secret demo-secret is that body's.
+// checkWorkedSignature holds the worked signing example of the README and
+// of docs/merchant-api.md to its claim: the signature it shows for the
+// secret demo-secret is that body's.
 func checkWorkedSignature(t *testing.T) {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^BODY='([^']*)'\n(?:.*\n)?# with the secret demo-secret, SIGN would be (\S+)$`).FindSubmatch(readme)
-	require.NotNil(t, m, "the worked example's BODY and the SIGN it claims")
-	mac := hmac.New(sha256.New, []byte("demo-secret"))
-	mac.Write(m[1])
-	require.Equal(t, base64.StdEncoding.EncodeToString(mac.Sum(nil)), string(m[2]), "the worked example's signature")
+	for _, f := range []string{"README.md", "docs/merchant-api.md"} {
+		text, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		m := regexp.MustCompile(`(?m)^BODY='([^']*)'\n(?:.*\n)?# with the secret demo-secret, SIGN would be (\S+)$`).FindSubmatch(text)
+		require.NotNil(t, m, "%s: the worked example's BODY and the SIGN it claims", f)
+		mac := hmac.New(sha256.New, []byte("demo-secret"))
+		mac.Write(m[1])
+		require.Equal(t, base64.StdEncoding.EncodeToString(mac.Sum(nil)), string(m[2]), "%s: the worked example's signature", f)
+	}
 }
 
 // checkoutLike makes a directory that holds the repository's files through
