@@ -120,8 +120,8 @@ Try a signed deposit:
 Try the whole flow with the merchant CLI (callbacks reach your laptop through listen):
   export GATEWAY_URL=%s GATEWAY_APP_KEY=%s GATEWAY_SECRET=%s
   go run ./cmd/merchant listen -forward-to http://localhost:3000/callbacks &
-  go run ./cmd/merchant deposit -bank ZAINCASH -process-id try-1 -amount 25000 -user-id u-1 -user-name ali_k -name 'Ali Kareem'
-  go run ./cmd/merchant sandbox approve -amount 24000 <transactionId>
+  TRY=$(go run ./cmd/merchant deposit -bank ZAINCASH -process-id "try-$(date +%%s)" -amount 25000 -user-id u-1 -user-name ali_k -name 'Ali Kareem' | jq -r .transactionId)
+  go run ./cmd/merchant sandbox approve -amount 24000 "$TRY"
 
 `, sb.Name, sandboxSiteID, sb.AppKey, sb.Secret, sb.WebhookSecret, base, sb.AppKey, sb.Secret)
 	vars := []string{"G=" + shellQuote(base)}
