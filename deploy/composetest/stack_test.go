@@ -92,8 +92,9 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatalf("Docker Compose: %v", err)
 	}
+	removeStale(t)
 	s := &stack{t: t, root: repoRoot(t), compose: compose, ports: map[string]int{}, ids: map[string]string{},
-		project: fmt.Sprintf("gwfault%d", time.Now().UnixNano()%1e9),
+		project: fmt.Sprintf("%s%d", projectPrefix, time.Now().UnixNano()%1e9),
 		envFile: filepath.Join(t.TempDir(), "test.env")}
 
 	start := time.Now()
