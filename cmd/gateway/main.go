@@ -39,18 +39,12 @@ import (
 // info decides.
 var version string
 
-// defaultGCPercent is the garbage collector's heap growth target when GOGC
-// is not set. The gateway's heap is mostly long-lived ledger state without
-// pointers, which is cheap to collect around but expensive to double: at
-// Go's default of 100 the heap may grow to twice the live state.
-const defaultGCPercent = 50
-
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		go tuneGCPercent(ctx) // gcpercent.go
+	}
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
