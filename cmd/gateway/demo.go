@@ -130,12 +130,13 @@ Try the whole flow with the merchant CLI (callbacks reach your laptop through li
 	}
 	vars = append(vars, "SITE="+demoSiteID, "APP_KEY="+shellQuote(cfg.AppKey), "SECRET="+shellQuote(cfg.Secret),
 		"SANDBOX_APP_KEY="+shellQuote(sb.AppKey), "SANDBOX_SECRET="+shellQuote(sb.Secret))
-	fmt.Fprintf(out, "The README's examples use these variables; paste this line into the shell you run them from:\n  export %s\n", strings.Join(vars, " "))
+	tail := fmt.Sprintf("The README's examples use these variables; paste this line into the shell you run them from:\n  export %s\n", strings.Join(vars, " "))
 	if token == "" {
-		fmt.Fprintln(out, "  export TOKEN=…   # the --admin-token you gave")
+		tail += "  export TOKEN=…   # the --admin-token you gave\n"
 	}
-	fmt.Fprintln(out)
-	return nil
+	// One write, so that a reader of the output sees the variables whole.
+	_, err = io.WriteString(out, tail+"\n")
+	return err
 }
 
 // tokenShell is how the demo's variables name the operator token: the

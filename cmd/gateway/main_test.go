@@ -675,8 +675,9 @@ func TestDemoIsIdempotent(t *testing.T) {
 		var text string
 		testkit.Eventually(t, testkit.WaitFor, func() bool {
 			text = out.String()
-			return strings.Contains(text, "--data '") && strings.Contains(text, "merchant sandbox approve")
-		}, "the demo request and the sandbox's printed")
+			return strings.Contains(text, "--data '") && strings.Contains(text, "merchant sandbox approve") &&
+				strings.Contains(text, "the --admin-token you gave\n")
+		}, "the demo request, the sandbox's and the README's variables printed")
 		line := func(prefix string) string {
 			for _, l := range strings.Split(text, "\n") {
 				if f := strings.Fields(l); len(f) == 2 && f[0] == prefix {
