@@ -12,7 +12,10 @@ import (
 
 // setUp creates a method and a site with a treasury through gateway-1 and
 // reads the treasury back through gateway-2 at once: a site acknowledged
-// by one gateway is served by the other.
+// by one gateway is served by the other. The method is scoped and the
+// site's methods name it (bank.scoped, site.methods_set), so the load and
+// the audit run with those events on the replicated stream, and the site's
+// methods are read back through gateway-2 as well.
 func setUp(t *testing.T, gws []*gateway) setup {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -20,7 +23,7 @@ func setUp(t *testing.T, gws []*gateway) setup {
 	g := gws[0]
 	e, err := g.ops(ctx, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
 		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 5_000_000, "deposit": true, "withdraw": true,
-		"accounts": []map[string]string{{"accountName": "Fault Test Store", "accountNumber": "07801234567"}}}, "fault-bank")
+		"accounts": []map[string]string{{"accountName": "Fault Test Store", "accountNumber": "07801234567"}}, "scoped": true}, "fault-bank")
 	if err != nil || e.Status != 200 {
 		t.Fatalf("create the method: %s", answer(e, err))
 	}
@@ -35,6 +38,23 @@ func setUp(t *testing.T, gws []*gateway) setup {
 	e, err = g.ops(ctx, "POST", "/ops/v1/sites/"+s.ID+"/adjustments", map[string]any{"amount": float, "reason": "float"}, "fault-float")
 	if err != nil || e.Status != 200 {
 		t.Fatalf("fund the treasury: %s", answer(e, err))
+	}
+	e, err = g.ops(ctx, "PUT", "/ops/v1/sites/"+s.ID+"/methods", map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH"}}}, "")
+	if err != nil || e.Status != 200 {
+		t.Fatalf("set the site's methods: %s", answer(e, err))
+	}
+	for _, other := range gws[1:] {
+		e, err = other.merchant(ctx, s, "GET", "/v1/banks", url.Values{"type": {"deposit"}})
+		var banks []struct {
+			Code string `json:"code"`
+		}
+		if err == nil && e.Status == 200 {
+			err = decode(e, &banks)
+		}
+		if err != nil || e.Status != 200 || len(banks) != 1 || banks[0].Code != "ZAINCASH" {
+			t.Errorf("set-up: the site's methods through %s right after they were set through %s: %s, %v (want 200, [ZAINCASH])",
+				other.name, g.name, answer(e, err), banks)
+		}
 	}
 	for _, other := range gws[1:] {
 		e, err = other.merchant(ctx, s, "GET", "/v1/balance", nil)
