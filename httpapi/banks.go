@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -107,14 +108,10 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, notFound("method"))
 		return
 	}
-	bk, ok := s.cfg.Ledger.Catalog().Resolve(string(raw))
-	if !ok {
-		// It may have been created through another gateway process.
-		if err := s.cfg.Ledger.CatchUpMiss(r.Context()); err != nil {
-			s.writeErr(w, r, err)
-			return
-		}
-		bk, ok = s.cfg.Ledger.Catalog().Resolve(string(raw))
+	bk, ok, err := s.resolveBank(r.Context(), string(raw))
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
 	}
 	if !ok {
 		s.writeErr(w, r, &apiError{status: 404, code: "not_found", field: "id", message: "no method with this _id or code"})
@@ -124,6 +121,20 @@ func (s *Server) updateBank(w http.ResponseWriter, r *http.Request) {
 	cmd := aggregates.UpdateBank{ID: id, Name: b.Name, MinAmount: b.MinAmount, MaxAmount: b.MaxAmount, Deposit: b.Deposit,
 		Withdraw: b.Withdraw, Accounts: b.Accounts, Enabled: b.Enabled, Scoped: b.Scoped}
 	s.catalogCommand(w, r, id, false, cmd)
+}
+
+// resolveBank finds a method by _id or code; on a miss it first catches
+// up with the stream, as the method may have just been created through
+// another gateway process.
+func (s *Server) resolveBank(ctx context.Context, ref string) (*aggregates.Bank, bool, error) {
+	if b, ok := s.cfg.Ledger.Catalog().Resolve(ref); ok {
+		return b, true, nil
+	}
+	if err := s.cfg.Ledger.CatchUpMiss(ctx); err != nil {
+		return nil, false, err
+	}
+	b, ok := s.cfg.Ledger.Catalog().Resolve(ref)
+	return b, ok, nil
 }
 
 // catalogCommand runs a catalog command and answers the method id names:

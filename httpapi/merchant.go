@@ -333,12 +333,9 @@ func (s *Server) request(ctx context.Context, f form) (aggregates.Request, error
 	}
 	req := aggregates.Request{ProcessID: f.get("processId"), Amount: amt, UserID: f.get("userId"),
 		UserName: f.get("userName"), Name: f.get("name"), BankRef: ref}
-	b, ok := s.cfg.Ledger.Catalog().Resolve(ref)
-	if !ok && s.cfg.Ledger.CatchUpMiss(ctx) == nil {
-		// The method may have just been created through another process.
-		b, ok = s.cfg.Ledger.Catalog().Resolve(ref)
-	}
-	if ok {
+	// A store that cannot be reached for the catch-up leaves the method
+	// unknown: the decision answers unknown_bank, as it would have.
+	if b, ok, _ := s.resolveBank(ctx, ref); ok {
 		req.Bank = b
 	}
 	return req, nil

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -263,4 +264,29 @@ func TestSiteMethods(t *testing.T) {
 	require.Equal(t, false, decodeAny(t, r)["scoped"])
 	require.Contains(t, codes(plain), "PILOT", "unscoped, every site offers it again")
 	requireOK(t, s.post(plain, pathDeposit, depositForm("PILOT", "p-3", "u3", 25000)))
+}
+
+// TestSiteMethods_acrossStacks: a method created through one gateway
+// process can be put on a site through another whose follower has not yet
+// delivered it, and that process's merchants can then use it.
+func TestSiteMethods_acrossStacks(t *testing.T) {
+	e := newEnv(t)
+	// b starts on the empty stream (so it is ready) and then lags.
+	b := e.newLaggingStack(300 * time.Millisecond)
+	a := e.newStack(stackOptions{})
+	a.seedBanks()
+	st := a.newSite(nil, 1_000_000)
+	r := a.ops("POST", "/ops/v1/banks", map[string]any{"code": "PILOT", "name": map[string]string{"en": "Pilot"},
+		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 100000, "deposit": true, "withdraw": true, "scoped": true,
+		"accounts": []map[string]string{{"accountName": "Pilot", "accountNumber": "07700000001"}}})
+	requireOK(t, r)
+	pilot := decodeAny(t, r)["_id"]
+
+	r = b.ops("PUT", "/ops/v1/sites/"+st.ID+"/methods", map[string]any{"methods": []map[string]any{{"bank": "PILOT"}}})
+	requireOK(t, r)
+	require.Equal(t, pilot, decodeAny(t, r)["methods"].([]any)[0].(map[string]any)["bankId"])
+	d := rec(t, b.post(st, pathDeposit, depositForm("PILOT", "x-1", "u1", 25000)))
+	require.Equal(t, "07700000001", d.BankAccountIban)
+	r = b.ops("PUT", "/ops/v1/sites/"+st.ID+"/methods", map[string]any{"methods": []map[string]any{{"bank": "NOSUCH"}}})
+	requireErr(t, r, 400, "unknown_bank", "methods[0].bank")
 }

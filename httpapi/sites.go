@@ -74,7 +74,11 @@ func (s *Server) setSiteMethods(w http.ResponseWriter, r *http.Request) {
 	}
 	cmd := aggregates.SetSiteMethods{All: b.All}
 	for i, m := range b.Methods {
-		bk, ok := s.cfg.Ledger.Catalog().Resolve(m.Bank)
+		bk, ok, err := s.resolveBank(r.Context(), m.Bank)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
 		if !ok {
 			s.writeErr(w, r, &apiError{status: 400, code: "unknown_bank", field: fmt.Sprintf("methods[%d].bank", i),
 				message: fmt.Sprintf("%q is no method's code or _id", m.Bank)})
