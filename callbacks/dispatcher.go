@@ -652,10 +652,34 @@ func (t *term) enqueue(j *job) {
 
 // settle removes a finished job: the next callback of its transaction
 // starts, and its message is acknowledged once all its callbacks are
-// settled.
+// settled. Resends counted on the job while it was under way were each
+// answered "pending, due now": they start the callback again, on a fresh
+// schedule, rather than end with it.
 func (t *term) settle(j *job) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	n, by := j.resends, j.resendBy
+	j.resends = 0
+	t.settleLocked(j)
+	t.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	// Recorded even when the term is ending: the next term resumes a
+	// pending record that no message stands for.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	again, err := t.d.event(ctx, j.id)
+	if err == nil {
+		_, err = t.restart(ctx, again, by, n)
+	}
+	if err != nil {
+		t.d.log.Error("callback resent during an attempt not started again", "eventId", j.id, "err", err)
+		return
+	}
+	t.d.log.Info("callback resent during an attempt started again", "eventId", j.id, "resends", n)
+}
+
+func (t *term) settleLocked(j *job) {
 	j.state = jobDone
 	if t.inflight[j.id] == j {
 		delete(t.inflight, j.id)

@@ -256,13 +256,15 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 		cur.resends++
 		cur.resendBy = actor
 		pending := cur.resends
+		// Read before the kick: the job, once woken, writes the
+		// resends into its record, and they would be counted twice.
+		rec, ok := d.ix.record(id)
 		select {
 		case cur.kick <- struct{}{}:
 		default:
 		}
 		t.mu.Unlock()
 		d.log.Info("callback resend", "eventId", id, "siteId", j.site, "transactionId", j.tx, "actor", actor)
-		rec, ok := d.ix.record(id)
 		if !ok {
 			if logged, found, err := d.logged(ctx, j.k); err == nil && found {
 				rec, ok = logged, true
@@ -278,6 +280,17 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 		return rec, nil
 	}
 	t.mu.Unlock()
+	d.log.Info("callback resend", "eventId", id, "siteId", j.site, "transactionId", j.tx, "actor", actor)
+	return t.restart(ctx, j, actor, 1)
+}
+
+// restart delivers the callback of j, a job made by Dispatcher.event,
+// again on a fresh schedule, counting n resends by actor. Its record is
+// written pending before the job starts: should this process stop before
+// delivering, the next term finds it pending and resumes it.
+func (t *term) restart(ctx context.Context, j *job, actor string, n int) (Delivery, error) {
+	d := t.d
+	id := j.id
 	old, found, err := d.load(ctx, id)
 	if err != nil {
 		return Delivery{}, err
@@ -287,21 +300,18 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 			return Delivery{}, err
 		}
 	}
-	// The record is written before the job starts: should this process
-	// stop before delivering, the next term finds it pending and resumes.
 	j.rec = Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ, Status: StatusPending,
-		Resends: old.Resends + 1, LastResendBy: actor, LastStatusCode: old.LastStatusCode, LastError: old.LastError,
+		Resends: old.Resends + n, LastResendBy: actor, LastStatusCode: old.LastStatusCode, LastError: old.LastError,
 		LastAttemptAt: old.LastAttemptAt}
 	if err := d.write(ctx, &j.rec); err != nil {
 		return Delivery{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	j.recorded, j.fresh = true, true
-	d.log.Info("callback resend", "eventId", id, "siteId", j.site, "transactionId", j.tx, "actor", actor)
 	// The copy is taken before the job starts: from then on its goroutine
 	// owns j.rec.
 	rec := j.rec
 	t.mu.Lock()
-	if t.inflight[id] == nil {
+	if t.inflight[id] == nil && t.ctx.Err() == nil {
 		t.enqueue(j)
 	}
 	t.mu.Unlock()

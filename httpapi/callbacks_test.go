@@ -115,6 +115,11 @@ type cbReceiver struct {
 	code atomic.Int32
 	mu   sync.Mutex
 	got  []cbCall
+	// holdAt, when set, is the request (1-based) that is held open: it
+	// is announced on held and answered with the code sent on release.
+	holdAt  int
+	held    chan struct{}
+	release chan int
 }
 
 func newReceiver(t testing.TB, code int) *cbReceiver {
@@ -133,10 +138,26 @@ func newReceiver(t testing.TB, code int) *cbReceiver {
 		r.mu.Lock()
 		r.got = append(r.got, cbCall{ID: req.Header.Get("webhook-id"), Timestamp: req.Header.Get("webhook-timestamp"),
 			Signature: req.Header.Get("webhook-signature"), Body: b, Type: msg.Type, TxID: msg.Data.TransactionID})
+		hold := r.holdAt == len(r.got)
 		r.mu.Unlock()
+		if hold {
+			r.held <- struct{}{}
+			w.WriteHeader(<-r.release)
+			return
+		}
 		w.WriteHeader(int(r.code.Load()))
 	}))
 	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// holding is newReceiver whose request number n is held open until the
+// test answers it.
+func holding(t testing.TB, code, n int) *cbReceiver {
+	r := newReceiver(t, code)
+	r.mu.Lock()
+	r.holdAt, r.held, r.release = n, make(chan struct{}, 1), make(chan int, 1)
+	r.mu.Unlock()
 	return r
 }
 
@@ -688,4 +709,52 @@ func TestCallbacks_resendWhileWaiting(t *testing.T) {
 	require.Equal(t, 204, *done.LastStatusCode)
 	require.Nil(t, done.LastError, "no error beside a 204")
 	require.Equal(t, 2, done.Attempts)
+}
+
+// TestCallbacks_resendDuringAttempt: a resend that arrives while an attempt
+// is under way is answered pending, due now, and an attempt follows it
+// whatever the attempt under way does: the schedule's last one failing
+// (which used to park the delivery as failed with the resend forgotten),
+// or succeeding, first attempt or not.
+func TestCallbacks_resendDuringAttempt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		held   int // the attempt the resend arrives during
+		answer int // that attempt's answer
+	}{
+		{"the schedule's last attempt fails", 2, 500},
+		{"a retry succeeds", 2, 204},
+		{"the first attempt succeeds", 1, 204},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{schedule: callbacks.Schedule{20 * time.Millisecond}}})
+			s.seedBanks()
+			rcv := holding(t, 500, c.held)
+			st := s.callbackSite(t, rcv.url())
+			testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+			tx := s.approvedDeposit(t, st)
+			select {
+			case <-rcv.held:
+			case <-time.After(testkit.WaitFor):
+				t.Fatalf("attempt %d never came", c.held)
+			}
+			id := rcv.calls(tx)[0].ID
+			op := s.newOperator(t, "Omar Operator", "operator")
+			r := s.opsAs(t, op.Token, "POST", "/ops/v1/callbacks/"+id+"/resend", nil)
+			requireOK(t, r)
+			var answer delivery
+			r.decode(t, &answer)
+			require.Equal(t, "pending", answer.Status)
+			require.Equal(t, 1, answer.Resends)
+
+			rcv.code.Store(204)
+			rcv.release <- c.answer
+			calls := rcv.waitCalls(t, tx, c.held+1)
+			require.Equal(t, id, calls[c.held].ID, "the attempt after the resend")
+			done := s.waitDelivery(t, "", id, "delivered", 1)
+			require.Equal(t, op.ID, done.LastResendBy)
+			require.Equal(t, 204, *done.LastStatusCode)
+		})
+	}
 }
