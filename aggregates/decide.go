@@ -255,6 +255,17 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 	if err != nil {
 		return Decision{Tx: -1}, err
 	}
+	switch cmd.(type) {
+	case ApproveDeposit, RejectDeposit, ProcessWithdrawal, PayWithdrawal, RejectWithdrawal:
+		// A sandbox's transactions are its merchant's to move, and only
+		// a sandbox's (docs/merchant-api.md "Sandbox sites").
+		if s.Cfg.Sandbox && actor != events.ActorMerchant {
+			return Decision{Tx: i}, ErrSandboxTransaction
+		}
+		if !s.Cfg.Sandbox && actor == events.ActorMerchant {
+			return Decision{Tx: i}, ErrNotSandbox
+		}
+	}
 	switch c := cmd.(type) {
 	case ApproveDeposit:
 		if tx.Kind != KindDeposit || (tx.Status != StatusPending && tx.Status != StatusExpired) {

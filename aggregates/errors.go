@@ -15,7 +15,10 @@ var (
 	// treasury below its negative limit without being told to.
 	ErrBelowLimit = errors.New("below the negative limit")
 	// ErrNotSandbox refuses a sandbox-only action on a live site.
-	ErrNotSandbox          = errors.New("not a sandbox site")
+	ErrNotSandbox = errors.New("not a sandbox site")
+	// ErrSandboxTransaction refuses an operator's action on a sandbox
+	// site's transaction: paying a test withdrawal would send real money.
+	ErrSandboxTransaction  = errors.New("a sandbox site's transaction moves only by its merchant")
 	ErrInvalidIdentifier   = errors.New("invalid identifier")
 	ErrNotFound            = errors.New("transaction not found")
 	ErrProcessIDConflict   = errors.New("processId reused with different parameters")

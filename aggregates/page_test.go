@@ -3,6 +3,7 @@ package aggregates
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -192,4 +193,56 @@ func TestSnapshot_aliases(t *testing.T) {
 	assert.ErrorIs(t, err, ErrProcessIDConflict, "another request under the alias")
 	_, err = got.Decide(f.wdReq("p2", "u1", 1000), f.now, operator)
 	assert.ErrorIs(t, err, ErrProcessIDConflict, "a withdrawal cannot take an alias")
+}
+
+// A sandbox site's transactions are moved by its merchant, never by an
+// operator (paying a test withdrawal would send real money), and the
+// merchant moves no live site's; expiry by the system is anybody's.
+func TestSandbox_whoMoves(t *testing.T) {
+	actions := func(f *fixture) map[string]Command {
+		d := f.deposit("d1", "u1", 5000)
+		f.do(AdjustTreasury{Amount: 100_000, Reason: "funds"})
+		w := f.withdraw("w1", "u1", 5000)
+		dep, wd := ids.NewTx(f.s.ID, d), ids.NewTx(f.s.ID, w)
+		taken := ids.NewTx(f.s.ID, f.withdraw("w2", "u1", 5000))
+		mover := operator
+		if f.s.Cfg.Sandbox {
+			mover = events.ActorMerchant
+		}
+		took, err := f.s.Decide(ProcessWithdrawal{TxID: taken}, f.now, mover)
+		require.NoError(t, err)
+		commitEvents(t, f.s, took.Events)
+		return map[string]Command{
+			"approve": ApproveDeposit{TxID: dep}, "reject deposit": RejectDeposit{TxID: dep, Reason: "no"},
+			"take": ProcessWithdrawal{TxID: wd}, "pay": PayWithdrawal{TxID: taken, Reference: "r"},
+			"reject withdrawal": RejectWithdrawal{TxID: wd, Reason: "no"},
+		}
+	}
+	for _, c := range []struct {
+		sandbox bool
+		actor   string
+		want    error
+	}{
+		{true, operator, ErrSandboxTransaction},
+		{true, "admin", ErrSandboxTransaction},
+		{true, events.ActorSystem, ErrSandboxTransaction},
+		{true, events.ActorMerchant, nil},
+		{false, events.ActorMerchant, ErrNotSandbox},
+		{false, operator, nil},
+	} {
+		f := newFixture(t, SiteSettings{Sandbox: ptr(c.sandbox)})
+		for name, cmd := range actions(f) {
+			_, err := f.s.Decide(cmd, f.now, c.actor)
+			if c.want == nil {
+				assert.NoError(t, err, "%s by %s, sandbox %v", name, c.actor, c.sandbox)
+			} else {
+				assert.ErrorIs(t, err, c.want, "%s by %s, sandbox %v", name, c.actor, c.sandbox)
+			}
+		}
+	}
+	sb := newFixture(t, SiteSettings{Sandbox: ptr(true)})
+	i := sb.deposit("d1", "u1", 5000)
+	sb.now = sb.now.Add(time.Hour)
+	_, err := sb.s.Decide(ExpireDeposit{TxID: ids.NewTx(sb.s.ID, i)}, sb.now, events.ActorSystem)
+	assert.NoError(t, err, "a sandbox deposit expires in its time")
 }

@@ -134,6 +134,7 @@ var texts = map[string]map[string]string{
 	"conflict":          {"en": "Another operator was first", "ar": "سبقك مشغّل آخر", "ckb": "کارمەندێکی تر پێشتر کردی"},
 	"by":                {"en": "by", "ar": "بواسطة", "ckb": "لەلایەن"},
 	"nothing":           {"en": "Nothing here.", "ar": "لا يوجد شيء هنا.", "ckb": "هیچ شتێک لێرە نییە."},
+	"sandbox":           {"en": "sandbox: moved by its merchant", "ar": "تجريبي: يحرّكه التاجر", "ckb": "تاقیکاری: بازرگانەکە دەیجوڵێنێت"},
 	"next":              {"en": "Next page", "ar": "الصفحة التالية", "ckb": "پەڕەی دواتر"},
 	"first":             {"en": "First page", "ar": "الصفحة الأولى", "ckb": "پەڕەی یەکەم"},
 	"live":              {"en": "Updated live", "ar": "يُحدَّث مباشرة", "ckb": "ڕاستەوخۆ نوێ دەکرێتەوە"},

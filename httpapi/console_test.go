@@ -248,3 +248,40 @@ func TestConsole_pages(t *testing.T) {
 	assert.Contains(t, p.header.Get("Content-Type"), "javascript")
 	require.Equal(t, 404, c.do("GET", "/console/static/nope.js", "", nil).status)
 }
+
+// TestConsole_sandboxRows: a sandbox site's transactions are marked in
+// the queues, in matching and on their page, and offer no action: only
+// their merchant moves them.
+func TestConsole_sandboxRows(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{noRun: true}})
+	s.seedBanks()
+	sb := s.newSite(map[string]any{"sandbox": true}, 100_000)
+	live := s.newSite(nil, 100_000)
+	sd := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "sb-1", "u1", 25000)))
+	ld := rec(t, s.post(live, pathDeposit, depositForm("ZAINCASH", "lv-1", "u1", 25000)))
+	sw := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "sbw-1", "u2", 5000, "07712345678")))
+	c := &consoleClient{t: t, base: s.URL, cookie: adminToken}
+	row := func(body, id string) string {
+		i := strings.Index(body, `<tr id="tx-`+id+`"`)
+		require.GreaterOrEqual(t, i, 0, "row of %s", id)
+		j := strings.Index(body[i:], "</tr>")
+		return body[i : i+j]
+	}
+	deps := c.do("GET", "/console/deposits", "", nil).body
+	require.Contains(t, row(deps, sd.TransactionID), "badge sandbox")
+	require.NotContains(t, row(deps, sd.TransactionID), "data-action")
+	require.Contains(t, row(deps, ld.TransactionID), `data-action="approve"`)
+	require.NotContains(t, row(deps, ld.TransactionID), "badge sandbox")
+	require.NotContains(t, row(c.do("GET", "/console/withdrawals", "", nil).body, sw.TransactionID), "data-action")
+	require.Contains(t, c.do("GET", "/console/tx/"+sd.TransactionID, "", nil).body, "badge sandbox")
+
+	tok := csrf(t, c.do("GET", "/console/match", "", nil).body)
+	p := c.do("POST", "/console/match", url.Values{"csrf": {tok}, "lines": {"25000,Ali Kareem"}}.Encode(), formHeader())
+	require.Equal(t, 200, p.status)
+	i := strings.Index(p.body, `data-tx="`+sd.TransactionID+`"`)
+	require.GreaterOrEqual(t, i, 0, "the sandbox deposit is proposed")
+	proposal := p.body[i : i+strings.Index(p.body[i:], "</tr>")]
+	require.Contains(t, proposal, "badge sandbox")
+	require.NotContains(t, proposal, "data-action")
+}

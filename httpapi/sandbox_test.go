@@ -83,6 +83,19 @@ func TestSandbox(t *testing.T) {
 	require.Equal(t, before, s.eventCount(t, live.ID))
 	require.Equal(t, "pending", rec(t, s.get(live, "/v1/transactions/"+liveDep.TransactionID, "")).Status)
 
+	// No operator moves a sandbox transaction: paying a test withdrawal
+	// would send real money.
+	d4 := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "sb-4", "u6", 5000)))
+	w3 := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "sbw-3", "u7", 10000, "07712345678")))
+	before = s.eventCount(t, sb.ID)
+	for _, path := range []string{"deposits/" + d4.TransactionID + "/approve", "deposits/" + d4.TransactionID + "/reject",
+		"withdrawals/" + w3.TransactionID + "/process", "withdrawals/" + w3.TransactionID + "/reject"} {
+		r := s.ops("POST", "/ops/v1/"+path, map[string]any{})
+		requireErr(t, r, 409, "invalid_transition", "")
+		require.Contains(t, r.Message, "sandbox")
+	}
+	require.Equal(t, before, s.eventCount(t, sb.ID))
+
 	// The operator API shows them as sandbox.
 	l := s.opsList(t, "site="+sb.ID, 100)
 	require.NotEmpty(t, l)
