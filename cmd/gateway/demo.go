@@ -166,23 +166,36 @@ func shellQuote(s string) string {
 // demoSite creates a demo site with settings and a treasury of 10,000,000
 // IQD when it is missing.
 func demoSite(ctx context.Context, led *ledger.Ledger, id string, st aggregates.SiteSettings) error {
-	if _, ok := led.SiteConfig(ids.SiteID(id)); ok {
+	if _, ok := led.SiteConfig(ids.SiteID(id)); !ok {
+		_, err := led.Execute(ctx, ids.SiteID(id), aggregates.CreateSite{AppKey: "ak_" + id + "_" + randomHex(8), Secret: randomHex(24),
+			WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)), Settings: st}, events.ActorSystem)
+		// ErrSiteExists: another process created it meanwhile.
+		if err != nil && !errors.Is(err, aggregates.ErrSiteExists) {
+			return fmt.Errorf("demo site %s: %w", id, err)
+		}
+	}
+	// Asked on every start while the site is untouched, and keyed: a
+	// start stopped between the creation and the balance gives the
+	// balance on the next, and never twice.
+	untouched := false
+	if err := led.Read(ctx, ids.SiteID(id), ledger.Fresh, func(s *aggregates.Site) error {
+		untouched = s.Balance == 0 && len(s.Txs) == 0
 		return nil
-	}
-	_, err := led.Execute(ctx, ids.SiteID(id), aggregates.CreateSite{AppKey: "ak_" + id + "_" + randomHex(8), Secret: randomHex(24),
-		WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)), Settings: st}, events.ActorSystem)
-	if errors.Is(err, aggregates.ErrSiteExists) {
-		return nil // another process created it meanwhile
-	}
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("demo site %s: %w", id, err)
 	}
-	if _, err := led.Execute(ctx, ids.SiteID(id), aggregates.AdjustTreasury{Amount: 10_000_000, Reason: "demo opening balance"},
-		events.ActorSystem); err != nil {
+	if !untouched {
+		return nil
+	}
+	if _, err := led.Execute(ctx, ids.SiteID(id), aggregates.AdjustTreasury{Amount: demoBalance, Reason: "demo opening balance",
+		IdempotencyKey: "demo-opening-balance", RequestHash: "demo-opening-balance"}, events.ActorSystem); err != nil {
 		return fmt.Errorf("demo site %s balance: %w", id, err)
 	}
 	return nil
 }
+
+// demoBalance is each demo site's opening balance, in IQD.
+const demoBalance = 10_000_000
 
 func randomBytes(n int) []byte {
 	b := make([]byte, n)
