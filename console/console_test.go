@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -86,7 +87,8 @@ func TestReason(t *testing.T) {
 	dep := records.OpsRecord{SiteID: "s1"}
 	dep.TransactionID, dep.Type, dep.Status, dep.Amount, dep.Name, dep.Bank = "s1-1", "deposit", "expired", 25000, "Ali Kareem", "ZAINCASH"
 	dep.CreatedAt = "2026-02-01T00:00:00.000Z"
-	res := matching.Match(ts, []records.OpsRecord{dep})
+	res, err := matching.Match(context.Background(), ts, []records.OpsRecord{dep})
+	require.NoError(t, err)
 	require.Len(t, res[0].Proposals, 1)
 	p := res[0].Proposals[0]
 	assert.Equal(t, p.Reason, T{"en"}.Reason(p, 24000))

@@ -409,7 +409,7 @@ func (s *Server) proposals(ctx context.Context, text, site string) ([]matching.R
 	if err != nil {
 		return nil, err
 	}
-	return matching.Match(ts, deposits), nil
+	return match(ctx, ts, deposits)
 }
 
 func (s *Server) consoleTreasuries(w http.ResponseWriter, r *http.Request) {

@@ -68,7 +68,25 @@ func (s *Server) matches(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	s.writeData(w, r, records.Page[matching.Result]{Items: matching.Match(transfers, deposits)})
+	res, err := match(r.Context(), transfers, deposits)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.writeData(w, r, records.Page[matching.Result]{Items: res})
+}
+
+// match is matching.Match under the request's deadline. A matching cut
+// short recorded nothing, like every 503 (docs/errors.md "unavailable"),
+// and repeating it as it is would take as long again: the message says
+// what to send instead.
+func match(ctx context.Context, transfers []matching.Transfer, deposits []records.OpsRecord) ([]matching.Result, error) {
+	res, err := matching.Match(ctx, transfers, deposits)
+	if err != nil {
+		return nil, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", cause: err,
+			message: "the matching did not finish within the request's deadline; nothing was recorded: send fewer transfer lines, or match one site at a time"}
+	}
+	return res, nil
 }
 
 // readTransfers reads the transfers: text/csv, text/tab-separated-values

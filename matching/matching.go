@@ -31,6 +31,7 @@ package matching
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -114,134 +115,293 @@ type Result struct {
 const MaxProposals = 5
 
 // Match ranks the deposits for each transfer. deposits are the candidates
-// (pending and expired deposits); the others are ignored.
-func Match(transfers []Transfer, deposits []records.OpsRecord) []Result {
-	cands := make([]candidate, 0, len(deposits))
-	for _, d := range deposits {
-		if d.Type != "deposit" || d.Status != "pending" && d.Status != "expired" {
-			continue
-		}
-		created, _ := time.Parse(time.RFC3339Nano, d.CreatedAt)
-		cands = append(cands, candidate{rec: d, created: created, names: nameSets(d)})
-	}
+// (pending and expired deposits); the others are ignored. Once ctx is done
+// it stops and returns ctx's error: a request's deadline bounds it.
+func Match(ctx context.Context, transfers []Transfer, deposits []records.OpsRecord) ([]Result, error) {
+	m := newMatcher(deposits)
 	out := make([]Result, 0, len(transfers))
 	for _, t := range transfers {
-		out = append(out, Result{Transfer: t, Proposals: rank(t, cands)})
+		ps, err := m.rank(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("matching stopped after %d of %d transfers: %w", len(out), len(transfers), err)
+		}
+		out = append(out, Result{Transfer: t, Proposals: ps})
 	}
-	return out
+	return out, nil
 }
 
 // candidate is a deposit prepared for comparing.
 type candidate struct {
-	rec     records.OpsRecord
+	rec     *records.OpsRecord
 	created time.Time
 	// names are the deposit's names (its name and its sender's name),
 	// each as its convertedName and its converted words.
 	names []name
 }
 
+// name is a name's convertedName and its words, each converted and
+// numbered by the matcher (see matcher.words).
 type name struct {
 	whole string
-	words []string
+	words []int32
 }
 
-func nameSets(d records.OpsRecord) []name {
-	out := []name{newName(d.Name)}
+// noWord numbers a transfer's word that no deposit has.
+const noWord = -1
+
+// checkEvery is how many deposits are compared between two looks at the
+// context: often enough to stop within a fraction of a second, rarely
+// enough to cost nothing.
+const checkEvery = 1024
+
+// matcher holds the candidates indexed by what rule 1 proposes them on:
+// a deposit of another amount can only be proposed when a converted word
+// or the whole convertedName of one of its names is the transfer's, so a
+// transfer is compared with the deposits of its amount and those sharing
+// a word or the whole name, not with every deposit.
+type matcher struct {
+	cands []candidate
+	// words numbers each converted word of the candidates' names.
+	words    map[string]int32
+	byAmount map[int64][]int32
+	byWhole  map[string][]int32
+	// byWord lists, by word number, the candidates with that word in one
+	// of their names.
+	byWord [][]int32
+	// seen[i] == stamp when candidate i was compared for this transfer.
+	seen  []uint32
+	stamp uint32
+	// compared counts comparisons, for checkEvery.
+	compared int
+}
+
+func newMatcher(deposits []records.OpsRecord) *matcher {
+	m := &matcher{words: map[string]int32{}, byAmount: map[int64][]int32{}, byWhole: map[string][]int32{}}
+	for i := range deposits {
+		d := &deposits[i]
+		if d.Type != "deposit" || d.Status != "pending" && d.Status != "expired" {
+			continue
+		}
+		created, _ := time.Parse(time.RFC3339Nano, d.CreatedAt)
+		ci := int32(len(m.cands))
+		c := candidate{rec: d, created: created, names: m.nameSets(d)}
+		m.cands = append(m.cands, c)
+		m.byAmount[d.Amount] = append(m.byAmount[d.Amount], ci)
+		for j, n := range c.names {
+			if n.whole != "" && !slices.ContainsFunc(c.names[:j], func(o name) bool { return o.whole == n.whole }) {
+				m.byWhole[n.whole] = append(m.byWhole[n.whole], ci)
+			}
+			for _, w := range n.words {
+				if l := m.byWord[w]; len(l) == 0 || l[len(l)-1] != ci {
+					m.byWord[w] = append(l, ci)
+				}
+			}
+		}
+	}
+	m.seen = make([]uint32, len(m.cands))
+	return m
+}
+
+func (m *matcher) nameSets(d *records.OpsRecord) []name {
+	out := []name{m.newName(d.Name, true)}
 	if d.Deposit != nil && d.Deposit.SenderName != nil {
-		out = append(out, newName(*d.Deposit.SenderName))
+		out = append(out, m.newName(*d.Deposit.SenderName, true))
 	}
 	return out
 }
 
-func newName(s string) name {
+// newName converts s; a deposit's words are numbered (add), a transfer's
+// are looked up, noWord when no deposit has them.
+func (m *matcher) newName(s string, add bool) name {
 	n := name{whole: names.Convert(s)}
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) {
-		if c := names.Convert(w); c != "" {
-			n.words = append(n.words, c)
+		c := names.Convert(w)
+		if c == "" {
+			continue
 		}
+		id, ok := m.words[c]
+		switch {
+		case ok:
+		case add:
+			id = int32(len(m.byWord))
+			m.words[c] = id
+			m.byWord = append(m.byWord, nil)
+		default:
+			id = noWord
+		}
+		n.words = append(n.words, id)
 	}
 	return n
 }
 
-func rank(t Transfer, cands []candidate) []Proposal {
-	tn := newName(t.Name)
-	var out []Proposal
-	for _, c := range cands {
-		p, ok := propose(t, tn, c)
-		if ok {
-			out = append(out, p)
+// rank proposes the best MaxProposals deposits for t.
+func (m *matcher) rank(ctx context.Context, t Transfer) ([]Proposal, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.stamp++
+	tn := m.newName(t.Name, false)
+	var top best
+	lists := [][]int32{m.byAmount[t.Amount]}
+	if tn.whole != "" {
+		lists = append(lists, m.byWhole[tn.whole])
+	}
+	for _, w := range tn.words {
+		if w != noWord {
+			lists = append(lists, m.byWord[w])
 		}
 	}
-	slices.SortFunc(out, func(a, b Proposal) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.gap, b.gap),
-			a.created.Compare(b.created), cmp.Compare(a.Deposit.TransactionID, b.Deposit.TransactionID))
-	})
-	if len(out) > MaxProposals {
-		out = out[:MaxProposals]
+	for _, l := range lists {
+		for _, ci := range l {
+			if m.seen[ci] == m.stamp {
+				continue
+			}
+			m.seen[ci] = m.stamp
+			if m.compared++; m.compared%checkEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			if s, ok := score(t, tn, &m.cands[ci]); ok {
+				s.ci = ci
+				top.add(s, m.cands)
+			}
+		}
 	}
-	return out
+	if top.n == 0 {
+		return nil, nil
+	}
+	out := make([]Proposal, top.n)
+	for i, s := range top.s[:top.n] {
+		out[i] = proposal(t, &m.cands[s.ci], s)
+	}
+	return out, nil
 }
 
-// propose scores one deposit for one transfer (see the package rules).
-func propose(t Transfer, tn name, c candidate) (Proposal, bool) {
-	p := Proposal{Deposit: c.rec, created: c.created, AmountMatch: Different, NameMatch: Different, MethodMatch: Unknown}
-	var why []string
-	if t.Amount == c.rec.Amount {
-		p.AmountMatch, p.Score = Exact, 100
-		why = append(why, "amount matches exactly")
+// scored is a deposit's score for a transfer, what its proposal is made
+// of once it is among the best.
+type scored struct {
+	ci          int32
+	score       int
+	amountExact bool
+	nameExact   bool
+	// share is the share of the shorter name's words found in the other.
+	share         float64
+	gap           time.Duration
+	transferFirst bool
+}
+
+// best keeps the MaxProposals best scores, best first.
+type best struct {
+	s [MaxProposals]scored
+	n int
+}
+
+func (b *best) add(s scored, cands []candidate) {
+	if b.n == MaxProposals && !before(s, b.s[b.n-1], cands) {
+		return
 	}
-	share, words, exact := 0.0, 0, false
+	i := min(b.n, MaxProposals-1)
+	for ; i > 0 && before(s, b.s[i-1], cands); i-- {
+		b.s[i] = b.s[i-1]
+	}
+	b.s[i] = s
+	b.n = min(b.n+1, MaxProposals)
+}
+
+// before is the ranking's order (package rule 3); the deposits' order in
+// the list decides between two of one transaction id.
+func before(a, b scored, cands []candidate) bool {
+	ca, cb := &cands[a.ci], &cands[b.ci]
+	return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.gap, b.gap), ca.created.Compare(cb.created),
+		cmp.Compare(ca.rec.TransactionID, cb.rec.TransactionID), cmp.Compare(a.ci, b.ci)) < 0
+}
+
+// score scores one deposit for one transfer (see the package rules).
+func score(t Transfer, tn name, c *candidate) (scored, bool) {
+	var s scored
+	if t.Amount == c.rec.Amount {
+		s.amountExact, s.score = true, 100
+	}
+	words := 0
 	for _, n := range c.names {
 		if tn.whole != "" && tn.whole == n.whole {
-			exact = true
+			s.nameExact = true
 			break
 		}
-		if s, w := overlap(tn.words, n.words); s > share {
-			share, words = s, w
+		if sh, w := overlap(tn.words, n.words); sh > s.share {
+			s.share, words = sh, w
 		}
 	}
 	switch {
-	case exact:
-		p.NameMatch, p.NameShare = Exact, 100
-		p.Score += 110
-		why = append(why, "name matches exactly")
-	case share > 0:
-		p.NameMatch, p.NameShare = Partial, int(100*share)
-		p.Score += int(80 * share)
-		why = append(why, fmt.Sprintf("name matches in part (%d%% of the words)", int(100*share)))
+	case s.nameExact:
+		s.score += 110
+	case s.share > 0:
+		s.score += int(80 * s.share)
 	}
-	if p.AmountMatch != Exact && !exact && (share < minShare || words < 2) {
+	if !s.amountExact && !s.nameExact && (s.share < minShare || words < 2) {
 		// One shared first name is no reason to propose a deposit of
 		// another amount.
-		return Proposal{}, false
+		return scored{}, false
 	}
-	if p.AmountMatch != Exact {
+	if t.Method != "" {
+		if strings.EqualFold(t.Method, c.rec.Bank) {
+			s.score += 10
+		} else {
+			s.score -= 20
+		}
+	}
+	if !t.Time.IsZero() && !c.created.IsZero() {
+		s.gap = t.Time.Sub(c.created)
+		if s.gap < 0 {
+			s.score -= 50
+			s.transferFirst = true
+			s.gap = -s.gap
+		}
+	}
+	if c.rec.Status == "expired" {
+		s.score -= 30
+	}
+	return s, true
+}
+
+// proposal is the proposal of a scored deposit, with its reason.
+func proposal(t Transfer, c *candidate, s scored) Proposal {
+	p := Proposal{Deposit: *c.rec, Score: s.score, created: c.created, gap: s.gap, TransferFirst: s.transferFirst,
+		AmountMatch: Different, NameMatch: Different, MethodMatch: Unknown}
+	var why []string
+	if s.amountExact {
+		p.AmountMatch = Exact
+		why = append(why, "amount matches exactly")
+	}
+	switch {
+	case s.nameExact:
+		p.NameMatch, p.NameShare = Exact, 100
+		why = append(why, "name matches exactly")
+	case s.share > 0:
+		p.NameMatch, p.NameShare = Partial, int(100*s.share)
+		why = append(why, fmt.Sprintf("name matches in part (%d%% of the words)", int(100*s.share)))
+	}
+	if !s.amountExact {
 		why = append(why, fmt.Sprintf("amount differs: %s received, %s requested", records.Group(t.Amount), records.Group(c.rec.Amount)))
 	}
 	if t.Method != "" {
 		if strings.EqualFold(t.Method, c.rec.Bank) {
-			p.MethodMatch, p.Score = Exact, p.Score+10
+			p.MethodMatch = Exact
 			why = append(why, "same method")
 		} else {
-			p.MethodMatch, p.Score = Different, p.Score-20
+			p.MethodMatch = Different
 			why = append(why, "another method ("+c.rec.Bank+")")
 		}
 	}
-	if !t.Time.IsZero() && !c.created.IsZero() {
-		p.gap = t.Time.Sub(c.created)
-		if p.gap < 0 {
-			p.Score -= 50
-			p.TransferFirst = true
-			why = append(why, "the transfer is older than the deposit")
-			p.gap = -p.gap
-		}
+	if s.transferFirst {
+		why = append(why, "the transfer is older than the deposit")
 	}
 	if c.rec.Status == "expired" {
-		p.Score -= 30
 		why = append(why, "the deposit has expired (it can still be approved)")
 	}
 	p.Reason = strings.Join(why, "; ")
-	return p, true
+	return p
 }
 
 // minShare is the least share of words a name matching in part must have
@@ -250,7 +410,7 @@ const minShare = 2.0 / 3
 
 // overlap is the share of the shorter list's words found in the other,
 // and how many were found.
-func overlap(a, b []string) (float64, int) {
+func overlap(a, b []int32) (float64, int) {
 	if len(a) == 0 || len(b) == 0 {
 		return 0, 0
 	}

@@ -1,12 +1,20 @@
 package matching
 
 import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/aggregates/names"
 	"gateway/records"
 )
 
@@ -142,7 +150,8 @@ func TestMatch_ranking(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Match([]Transfer{tc.transfer}, tc.deposits)
+			res, err := Match(context.Background(), []Transfer{tc.transfer}, tc.deposits)
+			require.NoError(t, err)
 			require.Len(t, res, 1)
 			var got []string
 			for _, p := range res[0].Proposals {
@@ -171,8 +180,228 @@ func TestMatch_atMostMaxProposals(t *testing.T) {
 	for i := range 2 * MaxProposals {
 		ds = append(ds, dep(string(rune('a'+i)), 1000, "Ali", "", i))
 	}
-	res := Match([]Transfer{{Amount: 1000, Name: "Ali"}}, ds)
+	res, err := Match(context.Background(), []Transfer{{Amount: 1000, Name: "Ali"}}, ds)
+	require.NoError(t, err)
 	require.Len(t, res[0].Proposals, MaxProposals)
 	// The oldest first among equals.
 	assert.Equal(t, "a", res[0].Proposals[0].Deposit.TransactionID)
+}
+
+// A done context stops Match with its error, before the first transfer
+// and while one transfer is compared with many deposits.
+func TestMatch_stopsWhenContextDone(t *testing.T) {
+	deps := benchDeposits(20_000, []int64{25000})
+	ts := []Transfer{{Amount: 25000, Name: "Ahmed Kareem"}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Match(ctx, ts, deps)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, res)
+
+	// A deadline that passes after Match began: the context answers its
+	// first look and no other.
+	res, err = Match(&expiring{Context: context.Background(), left: 1}, ts, deps)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Nil(t, res)
+}
+
+// expiring is a context whose deadline passes once Err was called left
+// times.
+type expiring struct {
+	context.Context
+	left int
+}
+
+func (e *expiring) Err() error {
+	if e.left == 0 {
+		return context.DeadlineExceeded
+	}
+	e.left--
+	return nil
+}
+
+// Match proposes what comparing each transfer with every deposit and
+// sorting them all proposes (reference below), in the same order with the
+// same reasons, on deposits and transfers drawn at random from few names,
+// amounts, methods and times, so that ties, shared words, names equal
+// only as a whole ("Ali-Kareem", "AliKareem") and repeated words occur.
+func TestMatch_sameAsReference(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	words := []string{"Ali", "ALI", "Kareem", "Ahmed", "أحمد", "احمد", "علي", "Zainab", "Hassan", "Omar", "Sara", "Noor", "Abu", "Al-Hasan"}
+	pick := func(l []string) string { return l[rnd.IntN(len(l))] }
+	nameOf := func() string {
+		switch rnd.IntN(10) {
+		case 0:
+			return ""
+		case 1:
+			return "Ali-Kareem"
+		case 2:
+			return "AliKareem"
+		case 3:
+			return "---"
+		}
+		n := pick(words)
+		for range rnd.IntN(3) {
+			n += pick([]string{" ", "  ", ", ", "."}) + pick(words)
+		}
+		return n
+	}
+	// Few deposits of most amounts, many of some: a transfer's proposals
+	// are then of its amount, of another by name, or both.
+	amount := func() int64 {
+		if rnd.IntN(4) == 0 {
+			return []int64{5000, 25000}[rnd.IntN(2)]
+		}
+		return int64(1+rnd.IntN(500)) * 1000
+	}
+	banks := []string{"ZAINCASH", "QICARD", "FIB"}
+	var deps []records.OpsRecord
+	for i := range 3000 {
+		d := dep(fmt.Sprintf("s1-%05d", i), amount(), nameOf(), pick(banks), rnd.IntN(60))
+		d.Status = pick([]string{"pending", "pending", "pending", "expired", "approved"})
+		if rnd.IntN(20) == 0 {
+			d.Type = "withdrawal"
+		}
+		if rnd.IntN(4) == 0 {
+			s := nameOf()
+			d.Deposit.SenderName = &s
+		}
+		if rnd.IntN(30) == 0 {
+			d.CreatedAt = ""
+		}
+		deps = append(deps, d)
+	}
+	var ts []Transfer
+	for i := range 400 {
+		tr := Transfer{Line: i + 1, Amount: amount(), Name: nameOf()}
+		if rnd.IntN(2) == 0 {
+			tr.Method = pick([]string{"zaincash", "QICARD", "OTHER"})
+		}
+		if rnd.IntN(3) > 0 {
+			tr.Time = t0.Add(time.Duration(rnd.IntN(60)) * time.Minute)
+		}
+		ts = append(ts, tr)
+	}
+	res, err := Match(context.Background(), ts, deps)
+	require.NoError(t, err)
+	require.Len(t, res, len(ts))
+	proposed := 0
+	for i, tr := range ts {
+		want := referenceRank(tr, deps)
+		require.Equal(t, want, res[i].Proposals, "transfer %d %+v", i, tr)
+		proposed += len(want)
+	}
+	// The draw is one where most transfers have proposals, some fewer
+	// than MaxProposals.
+	require.Greater(t, proposed, len(ts)*3)
+}
+
+// referenceRank is the package rules applied as they read: every deposit
+// scored for the transfer, with its reason, all of them sorted.
+func referenceRank(t Transfer, deposits []records.OpsRecord) []Proposal {
+	type refName struct {
+		whole string
+		words []string
+	}
+	conv := func(s string) refName {
+		n := refName{whole: names.Convert(s)}
+		for _, w := range strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) {
+			if c := names.Convert(w); c != "" {
+				n.words = append(n.words, c)
+			}
+		}
+		return n
+	}
+	overlapWords := func(a, b []string) (float64, int) {
+		if len(a) == 0 || len(b) == 0 {
+			return 0, 0
+		}
+		if len(a) > len(b) {
+			a, b = b, a
+		}
+		found := 0
+		for _, w := range a {
+			if slices.Contains(b, w) {
+				found++
+			}
+		}
+		return float64(found) / float64(len(a)), found
+	}
+	tn := conv(t.Name)
+	var out []Proposal
+	for _, d := range deposits {
+		if d.Type != "deposit" || d.Status != "pending" && d.Status != "expired" {
+			continue
+		}
+		created, _ := time.Parse(time.RFC3339Nano, d.CreatedAt)
+		ns := []refName{conv(d.Name)}
+		if d.Deposit != nil && d.Deposit.SenderName != nil {
+			ns = append(ns, conv(*d.Deposit.SenderName))
+		}
+		p := Proposal{Deposit: d, created: created, AmountMatch: Different, NameMatch: Different, MethodMatch: Unknown}
+		var why []string
+		if t.Amount == d.Amount {
+			p.AmountMatch, p.Score = Exact, 100
+			why = append(why, "amount matches exactly")
+		}
+		share, found, exact := 0.0, 0, false
+		for _, n := range ns {
+			if tn.whole != "" && tn.whole == n.whole {
+				exact = true
+				break
+			}
+			if s, w := overlapWords(tn.words, n.words); s > share {
+				share, found = s, w
+			}
+		}
+		switch {
+		case exact:
+			p.NameMatch, p.NameShare = Exact, 100
+			p.Score += 110
+			why = append(why, "name matches exactly")
+		case share > 0:
+			p.NameMatch, p.NameShare = Partial, int(100*share)
+			p.Score += int(80 * share)
+			why = append(why, fmt.Sprintf("name matches in part (%d%% of the words)", int(100*share)))
+		}
+		if p.AmountMatch != Exact && !exact && (share < 2.0/3 || found < 2) {
+			continue
+		}
+		if p.AmountMatch != Exact {
+			why = append(why, fmt.Sprintf("amount differs: %s received, %s requested", records.Group(t.Amount), records.Group(d.Amount)))
+		}
+		if t.Method != "" {
+			if strings.EqualFold(t.Method, d.Bank) {
+				p.MethodMatch, p.Score = Exact, p.Score+10
+				why = append(why, "same method")
+			} else {
+				p.MethodMatch, p.Score = Different, p.Score-20
+				why = append(why, "another method ("+d.Bank+")")
+			}
+		}
+		if !t.Time.IsZero() && !created.IsZero() {
+			p.gap = t.Time.Sub(created)
+			if p.gap < 0 {
+				p.Score -= 50
+				p.TransferFirst = true
+				why = append(why, "the transfer is older than the deposit")
+				p.gap = -p.gap
+			}
+		}
+		if d.Status == "expired" {
+			p.Score -= 30
+			why = append(why, "the deposit has expired (it can still be approved)")
+		}
+		p.Reason = strings.Join(why, "; ")
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Proposal) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.gap, b.gap),
+			a.created.Compare(b.created), cmp.Compare(a.Deposit.TransactionID, b.Deposit.TransactionID))
+	})
+	if len(out) > MaxProposals {
+		out = out[:MaxProposals]
+	}
+	return out
 }
