@@ -136,6 +136,8 @@ func TestMatches_refused(t *testing.T) {
 	}{
 		{name: "bad lines, every one named", ct: "text/csv", body: "25000,Ali\nabc,Sara\n100,\n", status: 400, field: "text",
 			message: "nothing was matched: line 2, amount: \"abc\" is not a whole number of IQD; line 3, name: the sender's name is missing"},
+		{name: "a quote never closed", ct: "text/csv", body: "25000,\"Ahmed Ali\n30000,Omar Hasan\n40000,Zainab Kareem\n", status: 400, field: "text",
+			message: "nothing was matched: line 1, name: unterminated quote"},
 		{name: "no lines", ct: "text/csv", body: "\n\n", status: 400, field: "text", message: "no transfer lines"},
 		{name: "empty JSON", json: map[string]any{}, status: 400, field: "text", message: "no transfer lines"},
 		{name: "both", json: map[string]any{"text": "1,a", "transfers": []map[string]any{{"amount": 1, "name": "a"}}}, status: 400, field: "transfers"},

@@ -44,7 +44,10 @@ var ErrNoLines = errors.New("no transfer lines: give amount, name, time, method,
 // CSV or TSV (tab-separated when the first line holds a tab), one transfer
 // a line, in the columns amount, sender name, time, method, reference; the
 // last three may be left out or empty. A first line whose amount is not a
-// number, and has no digit, is a header and is skipped; so are blank lines. The amount is a
+// number, and has no digit, is a header and is skipped; so are blank lines.
+// A field may hold quotes (Ahmed "Abu Ali" Hasan) but no line break: a
+// quote that opens a field and is not closed on its line is an error on
+// that line, not a field holding the lines after it. The amount is a
 // whole number of IQD, with ',', '٬', '.' or spaces between groups of three
 // digits and Arabic-Indic digits allowed (statements write "25,000" and
 // "٢٥٬٠٠٠"). The time is RFC 3339, or "2006-01-02 15:04[:05]" in Baghdad
@@ -74,6 +77,10 @@ func Parse(text string) ([]Transfer, error) {
 			errs = append(errs, &LineError{Line: line, Reason: err.Error()})
 			break
 		}
+		if lerr := runOn(r, text, rec); lerr != nil {
+			errs = append(errs, lerr)
+			continue
+		}
 		if blank(rec) {
 			continue
 		}
@@ -97,6 +104,47 @@ func Parse(text string) ([]Transfer, error) {
 		return nil, ErrNoLines
 	}
 	return out, nil
+}
+
+// columns are the columns' names, in their order.
+var columns = []string{"amount", "name", "time", "method", "reference"}
+
+// runOn finds a field that goes on past the end of its line. LazyQuotes
+// lets a name hold a quote (Ahmed "Abu Ali" Hasan), but a field that opens
+// with a quote and never closes it takes every following line into itself:
+// those transfers would be missing from a statement that looks read in
+// full. No column holds a line break, so any field with one is refused, at
+// the line where it began.
+func runOn(r *csv.Reader, text string, rec []string) *LineError {
+	for i, f := range rec {
+		if !strings.ContainsAny(f, "\r\n") {
+			continue
+		}
+		line, col := r.FieldPos(i)
+		e := &LineError{Line: line, Reason: "unterminated quote: the field runs on past the end of its line"}
+		if i < len(columns) {
+			e.Column = columns[i]
+		}
+		if !strings.Contains(f, "\n") && !quotedAt(text, line, col) {
+			e.Reason = "a carriage return inside the field: end lines with a line feed"
+		}
+		return e
+	}
+	return nil
+}
+
+// quotedAt reports whether the field at line and col (encoding/csv's
+// FieldPos: lines counted by line feeds, columns in bytes, both from 1)
+// opens with a quote.
+func quotedAt(text string, line, col int) bool {
+	for ; line > 1; line-- {
+		i := strings.IndexByte(text, '\n')
+		if i < 0 {
+			return false
+		}
+		text = text[i+1:]
+	}
+	return col >= 1 && col <= len(text) && text[col-1] == '"'
 }
 
 func col0(rec []string) string {

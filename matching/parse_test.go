@@ -27,6 +27,14 @@ func TestParse(t *testing.T) {
 	assert.Equal(t, []Transfer{{Line: 1, Amount: 25000, Name: "Ali Kareem", Method: "QICARD", Reference: "Q-9"}, {Line: 2, Amount: 1000, Name: "Sara"}}, tsv)
 }
 
+// A quote inside a name is part of it; lines may end with CR LF.
+func TestParse_quotes(t *testing.T) {
+	got, err := Parse("25000,Ahmed \"Abu Ali\" Hasan\r\n30000,\"Omar \"\"Abu Zaid\"\"\"\r\n40000,Zainab\r\n")
+	require.NoError(t, err)
+	assert.Equal(t, []Transfer{{Line: 1, Amount: 25000, Name: `Ahmed "Abu Ali" Hasan`}, {Line: 2, Amount: 30000, Name: `Omar "Abu Zaid"`},
+		{Line: 3, Amount: 40000, Name: "Zainab"}}, got)
+}
+
 func normal(t Transfer) Transfer {
 	t.Time = t.Time.UTC()
 	return t
@@ -46,6 +54,10 @@ func TestParse_refused(t *testing.T) {
 		{"too many columns", "1,a,,b,c,d\n", []string{"line 1: 6 columns"}},
 		{"a long name", "1," + strings.Repeat("x", 257) + "\n", []string{"line 1, name: longer than 256 bytes"}},
 		{"not UTF-8", "1,\xff\n", []string{"not UTF-8"}},
+		{"a quote never closed is named at its line", "25000,Ali\n30000,\"Omar Hasan\n40000,Zainab Kareem\n50000,Sara\n", []string{"line 2, name: unterminated quote"}},
+		{"a quote never closed in TSV", "25000\t\"Ali\n30000\tOmar\n", []string{"line 1, name: unterminated quote"}},
+		{"a quote closed lines later", "25000,\"Ali\n30000,Omar\" Hasan\"\n40000,Zainab\n", []string{"line 1, name: unterminated quote"}},
+		{"a carriage return alone", "25000,Ali\r30000,Omar\n", []string{"line 1, name: a carriage return"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
