@@ -41,23 +41,27 @@ var ErrTooMany = fmt.Errorf("more than %d transfers", MaxLines)
 var ErrNoLines = errors.New("no transfer lines: give amount, name, time, method, reference")
 
 // Parse reads transfer lines pasted from a statement or uploaded as a file:
-// CSV or TSV (tab-separated when the first line holds a tab), one transfer
-// a line, in the columns amount, sender name, time, method, reference; the
+// CSV or TSV (tab-separated when the first line holds a tab), one transfer a
+// line, in the columns amount, sender name, time, method, reference; the
 // last three may be left out or empty. A first line whose amount is not a
-// number, and has no digit, is a header and is skipped; so are blank lines.
-// A field may hold quotes (Ahmed "Abu Ali" Hasan) but no line break: a
-// quote that opens a field and is not closed on its line is an error on
-// that line, not a field holding the lines after it. The amount is a
-// whole number of IQD, with ',', '٬', '.' or spaces between groups of three
-// digits and Arabic-Indic digits allowed (statements write "25,000" and
-// "٢٥٬٠٠٠"). The time is RFC 3339, or "2006-01-02 15:04[:05]" in Baghdad
-// time. Every line that cannot be read is reported, and then nothing is
-// matched: a statement read in part would look like a statement matched in
-// full.
+// number, and has no digit, is a header and is skipped (blank lines before
+// it do not count); blank lines, and delimiters alone, are skipped, and so
+// is a byte order mark at the start. A field may hold quotes (Ahmed "Abu
+// Ali" Hasan) but no line break: a quote that opens a field and is not
+// closed on its line is an error on that line, not a field holding the lines
+// after it. The amount is a whole number of IQD, with ',', '٬', '.' or
+// spaces between groups of three digits and Arabic-Indic digits allowed
+// (statements write "25,000" and "٢٥٬٠٠٠"). The time is RFC 3339, or
+// "2006-01-02 15:04[:05]" in Baghdad time. Every line that cannot be read is
+// reported, and then nothing is matched: a statement read in part would look
+// like a statement matched in full.
 func Parse(text string) ([]Transfer, error) {
 	if !utf8.ValidString(text) {
 		return nil, &LineError{Line: 1, Reason: "the text is not UTF-8"}
 	}
+	// Spreadsheets save CSV with a byte order mark, which is no part of
+	// the first amount or header.
+	text = strings.TrimPrefix(text, "\ufeff")
 	first, _, _ := strings.Cut(text, "\n")
 	r := csv.NewReader(strings.NewReader(text))
 	if strings.Contains(first, "\t") {
@@ -67,7 +71,9 @@ func Parse(text string) ([]Transfer, error) {
 	r.LazyQuotes = true
 	var out []Transfer
 	var errs []error
-	for n := 0; ; n++ {
+	// read counts the records that are not blank: a row of delimiters
+	// alone before the header leaves it the first.
+	for read := 0; ; {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -84,9 +90,10 @@ func Parse(text string) ([]Transfer, error) {
 		if blank(rec) {
 			continue
 		}
+		read++
 		t, lerr := parseLine(line, rec)
 		if lerr != nil {
-			if n == 0 && lerr.Column == "amount" && !strings.ContainsFunc(col0(rec), unicode.IsDigit) {
+			if read == 1 && lerr.Column == "amount" && !strings.ContainsFunc(col0(rec), unicode.IsDigit) {
 				continue // a header
 			}
 			errs = append(errs, lerr)

@@ -35,6 +35,28 @@ func TestParse_quotes(t *testing.T) {
 		{Line: 3, Amount: 40000, Name: "Zainab"}}, got)
 }
 
+// A byte order mark at the start, as spreadsheets save CSV, and blank rows
+// of delimiters before the header are skipped.
+func TestParse_spreadsheetFiles(t *testing.T) {
+	for _, text := range []string{
+		"\ufeff25000,Ahmed Ali\n",
+		"\ufeffamount,name\n25000,Ahmed Ali\n",
+		",,,\namount,name\n25000,Ahmed Ali\n",
+		"\ufeff,,,\n ,\namount,name\n25000,Ahmed Ali\n",
+		"\t\t\namount\tname\n25000\tAhmed Ali\n",
+	} {
+		got, err := Parse(text)
+		require.NoError(t, err, "%q", text)
+		require.Len(t, got, 1, "%q", text)
+		assert.Equal(t, int64(25000), got[0].Amount, "%q", text)
+		assert.Equal(t, "Ahmed Ali", got[0].Name, "%q", text)
+	}
+	// A header is the first line that is not blank, and only that one.
+	_, err := Parse(",,\n25000,Ahmed Ali\namount,name\n")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 3, amount")
+}
+
 func normal(t Transfer) Transfer {
 	t.Time = t.Time.UTC()
 	return t
