@@ -17,7 +17,7 @@ import (
 )
 
 // decodeJSON reads an operator body strictly: JSON only, no unknown fields,
-// nothing after the object. An empty body leaves v as it is.
+// no key given twice, nothing after the object. An empty body leaves v as it is.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	_, err := decodeJSONBody(w, r, v)
 	return err
@@ -68,6 +68,9 @@ func unmarshalStrict(r *http.Request, body []byte, v any) error {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return errBad("invalid_request", "", "the body must be application/json")
 		}
+	}
+	if k := duplicateKey(body); k != "" {
+		return errBad("invalid_request", k, k+" is given more than once")
 	}
 	if err := checkKeys(body, v); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -134,4 +135,113 @@ func typeWords(field string, t reflect.Type) string {
 		return "an object"
 	}
 	return "a " + t.String()
+}
+
+// duplicateKey names the first key given twice in one object of body, at
+// any depth, by its path as checkKeys names fields (accounts[0].name), or
+// returns "". encoding/json keeps the last of two values silently, so
+// {"amount":1000,"amount":25000} would approve 25,000 and a repeated
+// ipAllowlist could empty it; the merchant API refuses a field given twice
+// for the same reason (docs/operator-api.md "Requests and responses"). A
+// body that is not valid JSON returns "" where it breaks: the decoder
+// names that.
+func duplicateKey(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	// keys holds the keys of the open objects, each frame's from its
+	// start.
+	var keys []string
+	var stack []keyFrame
+	valueDone := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].wantKey = true
+			} else {
+				stack[n-1].index++
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if n := len(stack); n > 0 && stack[n-1].wantKey {
+			f := &stack[n-1]
+			k, ok := tok.(string)
+			if !ok { // the object's end
+				keys, stack = keys[:f.start], stack[:n-1]
+				valueDone()
+				continue
+			}
+			if f.set == nil && len(keys)-f.start >= setAfter {
+				f.set = make(map[string]struct{}, 2*setAfter)
+				for _, k := range keys[f.start:] {
+					f.set[k] = struct{}{}
+				}
+			}
+			var seen bool
+			if f.set != nil {
+				_, seen = f.set[k]
+				f.set[k] = struct{}{}
+			} else {
+				seen = slices.Contains(keys[f.start:], k)
+			}
+			if seen {
+				return keyPath(stack, keys, k)
+			}
+			keys = append(keys, k)
+			f.wantKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, keyFrame{object: true, wantKey: true, start: len(keys)})
+		case json.Delim('['):
+			stack = append(stack, keyFrame{start: len(keys)})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+}
+
+// keyFrame is an object or array open in duplicateKey's walk.
+type keyFrame struct {
+	object bool
+	// wantKey: the object's next token is a key or its end.
+	wantKey bool
+	// start is where the frame's keys begin in the walk's keys.
+	start int
+	// index is an array's next element.
+	index int
+	// set holds the keys of an object with more than setAfter of them,
+	// so that a body of many keys costs linear time, not quadratic.
+	set map[string]struct{}
+}
+
+// setAfter is how many keys of one object are compared one by one before
+// they go into a set.
+const setAfter = 16
+
+// keyPath is the path of key k of the innermost open object.
+func keyPath(stack []keyFrame, keys []string, k string) string {
+	var b strings.Builder
+	for i, f := range stack[:len(stack)-1] {
+		if !f.object {
+			fmt.Fprintf(&b, "[%d]", f.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(keys[stack[i+1].start-1])
+	}
+	if b.Len() > 0 {
+		b.WriteByte('.')
+	}
+	b.WriteString(k)
+	return b.String()
 }

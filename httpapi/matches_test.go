@@ -207,3 +207,48 @@ func TestOpsBodies_exact(t *testing.T) {
 	requireOK(t, raw("PATCH", "/ops/v1/sites/"+st.ID, `{"callbackUrl":""}`))
 	require.Nil(t, decodeAny(t, s.ops("GET", "/ops/v1/sites/"+st.ID, nil))["callbackUrl"])
 }
+
+// TestOpsBodies_duplicateKeys: a key given twice in one object of an
+// operator body, at any depth, is refused naming it, as the merchant API
+// refuses a field given twice; nothing is written, where the last value
+// would otherwise have been taken (an approval of 25,000 for a body that
+// also says 1,000, an IP allowlist emptied).
+func TestOpsBodies_duplicateKeys(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	banks := s.seedBanks()
+	st := s.newSite(map[string]any{"ipAllowlist": []string{"127.0.0.1/32"}}, 1_000_000)
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "dk-1", "u1", 25000)))
+	w := rec(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "dk-2", "u2", 10000, "07712345678")))
+	before := s.eventCount(t, st.ID)
+	raw := func(method, path, body string) resp {
+		return s.send(t, method, path, body, map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
+	}
+	bankPath := "/ops/v1/banks/" + banks["ZAINCASH"].ID
+	for _, c := range []struct {
+		method, path, body, field string
+	}{
+		{"POST", "/ops/v1/deposits/" + d.TransactionID + "/approve", `{"amount":1000,"amount":25000}`, "amount"},
+		{"POST", "/ops/v1/deposits/" + d.TransactionID + "/reject", `{"reason":"no transfer","reason":"x","amount":1}`, "reason"},
+		{"POST", "/ops/v1/withdrawals/" + w.TransactionID + "/reject", `{"reason":"a", "reason" : "b"}`, "reason"},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"ipAllowlist":["127.0.0.1/32"],"ipAllowlist":[]}`, "ipAllowlist"},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":5,"name":"A","rateLimit":0}`, "rateLimit"},
+		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments", `{"amount":-1000,"reason":"fee","amount":-900000}`, "amount"},
+		{"POST", "/ops/v1/sites/" + st.ID + "/secret", `{"overlapSeconds":0,"overlapSeconds":60}`, "overlapSeconds"},
+		{"PATCH", bankPath, `{"name":{"en":"x","ar":"y","ku":"z","en":"w"}}`, "name.en"},
+		{"PATCH", bankPath, `{"accounts":[{"accountName":"A","accountNumber":"07801234567"},{"accountName":"B","accountName":"C","accountNumber":"07801234568"}]}`, "accounts[1].accountName"},
+		{"POST", "/ops/v1/operators", `{"name":"Zed","role":"auditor","role":"admin"}`, "role"},
+		{"POST", "/ops/v1/matches", `{"text":"25000,Ahmed Ali","text":""}`, "text"},
+		{"POST", "/ops/v1/matches", `{"transfers":[{"amount":25000,"name":"Ali","amount":1}]}`, "transfers[0].amount"},
+	} {
+		t.Run(c.body, func(t *testing.T) {
+			r := raw(c.method, c.path, c.body)
+			requireErr(t, r, 400, "invalid_request", c.field)
+			require.Contains(t, r.Message, c.field+" is given more than once")
+		})
+	}
+	require.Equal(t, before, s.eventCount(t, st.ID))
+	require.Equal(t, "pending", rec(t, s.ops("GET", "/ops/v1/transactions/"+d.TransactionID, nil)).Status)
+	// One key in several objects is no repeat.
+	requireOK(t, raw("PATCH", bankPath, `{"accounts":[{"accountName":"A","accountNumber":"07801234567"},{"accountName":"B","accountNumber":"07801234568"}]}`))
+}
