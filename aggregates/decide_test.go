@@ -920,6 +920,45 @@ func TestWithdrawalLifecycle(t *testing.T) {
 	})
 }
 
+// A rejection's reason and a payment's reference follow the rules of every
+// other text (checkText): a NUL, an escape sequence or bytes that are not
+// UTF-8 would go into the record's statusReason and the callbacks as they
+// are. A reference may still be left out.
+func TestReasonAndReferenceText(t *testing.T) {
+	bad := []string{"a\x00b", "a\x1b[2Jb", "a\xffb", "a\x7fb", "no\ntransfer", "a\rb", "\xc3"}
+	good := []string{"no transfer found", "لم يصل التحويل", `sender "Abu Ali" unknown`}
+	f := newFixture(t, SiteSettings{})
+	f.fund(100_000)
+	dep := f.deposit("p1", "u1", 5000)
+	pending := f.withdraw("w1", "u1", 3000)
+	processing := f.withdraw("w2", "u2", 3000)
+	f.do(ProcessWithdrawal{TxID: tx(processing)})
+	before := observe(f.s)
+	for _, v := range bad {
+		for _, c := range []struct {
+			cmd   Command
+			field string
+		}{
+			{RejectDeposit{TxID: tx(dep), Reason: v}, "reason"},
+			{RejectWithdrawal{TxID: tx(pending), Reason: v}, "reason"},
+			{RejectWithdrawal{TxID: tx(processing), Reason: v}, "reason"},
+			{PayWithdrawal{TxID: tx(processing), Reference: v}, "reference"},
+		} {
+			d, err := f.try(c.cmd)
+			requireErr(t, d, err, ErrInvalidRequest, c.field)
+			assert.Contains(t, err.Error(), "valid text", "%T %q", c.cmd, v)
+		}
+	}
+	assert.Equal(t, before, observe(f.s))
+	for _, v := range good {
+		for _, cmd := range []Command{RejectDeposit{TxID: tx(dep), Reason: v}, RejectWithdrawal{TxID: tx(pending), Reason: v},
+			PayWithdrawal{TxID: tx(processing), Reference: v}, PayWithdrawal{TxID: tx(processing)}} {
+			_, err := f.try(cmd)
+			assert.NoError(t, err, "%T %q", cmd, v)
+		}
+	}
+}
+
 // ---------------------------------------------------------------- transitions
 
 type txState string

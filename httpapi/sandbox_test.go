@@ -103,6 +103,37 @@ func TestSandbox(t *testing.T) {
 	require.Contains(t, string(raw.Raw), `"sandbox":true`)
 }
 
+// TestSandbox_actionTexts: a rejection's reason and a payment's reference
+// are texts like any other, from a sandbox merchant's form or an
+// operator's body: one with a NUL, an escape sequence or bytes that are
+// not UTF-8 is refused naming the field, and nothing is recorded.
+func TestSandbox_actionTexts(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	sb := s.newSite(map[string]any{"sandbox": true}, 1_000_000)
+	d := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "at-1", "u1", 25000)))
+	w := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "at-2", "u2", 10000, "07712345678")))
+	require.Equal(t, "processing", rec(t, s.post(sb, "/v1/sandbox/withdrawals/"+w.TransactionID+"/process", url.Values{})).Status)
+	before := s.eventCount(t, sb.ID)
+	for _, v := range []string{"a\x00b", "a\x1b[2Jb", "a\xffb", "two\nlines"} {
+		requireErr(t, s.post(sb, "/v1/sandbox/deposits/"+d.TransactionID+"/reject", url.Values{"reason": {v}}), 400, "invalid_request", "reason")
+		requireErr(t, s.post(sb, "/v1/sandbox/withdrawals/"+w.TransactionID+"/reject", url.Values{"reason": {v}}), 400, "invalid_request", "reason")
+		requireErr(t, s.post(sb, "/v1/sandbox/withdrawals/"+w.TransactionID+"/pay", url.Values{"reference": {v}}), 400, "invalid_request", "reference")
+	}
+	for _, c := range []struct{ path, body, field string }{
+		{"/ops/v1/deposits/" + d.TransactionID + "/reject", `{"reason":"a\u0000b"}`, "reason"},
+		{"/ops/v1/withdrawals/" + w.TransactionID + "/reject", `{"reason":"\u001b[2J"}`, "reason"},
+		{"/ops/v1/withdrawals/" + w.TransactionID + "/pay", `{"reference":"R\u0007"}`, "reference"},
+	} {
+		r := s.send(t, "POST", c.path, c.body, map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
+		requireErr(t, r, 400, "invalid_request", c.field)
+	}
+	require.Equal(t, before, s.eventCount(t, sb.ID))
+	require.Equal(t, "pending", rec(t, s.get(sb, "/v1/transactions/"+d.TransactionID, "")).Status)
+	require.Equal(t, "processing", rec(t, s.get(sb, "/v1/transactions/"+w.TransactionID, "")).Status)
+}
+
 // TestSandbox_testCallback: a sandbox site asks for a test callback of any
 // type about one of its transactions; it is delivered like the real ones,
 // marked test, and changes nothing.
