@@ -238,13 +238,19 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if strings.TrimSpace(c.Reason) == "" || len(c.Reason) > maxTextLen {
 			return Decision{Tx: -1}, fieldErr("reason", ErrInvalidRequest, "reason is required (at most %d bytes)", maxTextLen)
 		}
-		if after := s.Available() + c.Amount; c.Amount < 0 && after < 0 && !c.AllowBelowLimit {
+		after := s.Available() + c.Amount
+		below := c.Amount < 0 && after < 0
+		if below && !c.AllowBelowLimit {
 			return Decision{Tx: -1}, &FieldError{Field: "amount", Err: ErrBelowLimit, Msg: fmt.Sprintf(
 				"the adjustment would take the treasury %d IQD below its negative limit (available is %d); send allowBelowLimit: true to apply it anyway",
 				-after, s.Available())}
 		}
+		// The stored flag says the debit went below the limit
+		// (docs/events.md "treasury.adjusted.v3"), not that the operator
+		// sent it, which a credit or a debit within the limit may do to
+		// no effect.
 		return one(-1, &events.TreasuryAdjusted{Amount: c.Amount, Reason: c.Reason,
-			IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash, AllowBelowLimit: c.AllowBelowLimit})
+			IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash, AllowBelowLimit: below})
 	case RequestDeposit:
 		return s.decideDeposit(c, now, ev)
 	case RequestWithdrawal:
