@@ -23,7 +23,17 @@ import (
 // created with, and the snapshot holds the settings as a keyed creation
 // answered them and the answers of keyed treasury adjustments.
 // Version 6: the aliases of pending deposits (deposit.alias_added).
-const snapshotVersion = 6
+// Version 7: the site's own methods (Config.OwnMethods and Methods,
+// site.methods_set).
+//
+// The version must rise whenever a snapshot gains a field, its settings'
+// included: they are a msgpack map, and an older build decodes it without
+// error, dropping the keys it does not know. Without its own methods a
+// site offers every method with the method's own limits and accounts, so
+// an older build would load a wrong site; a version it does not know
+// makes it replay the site from the stream instead (docs/ARCHITECTURE.md
+// "Snapshots").
+const snapshotVersion = 7
 
 type siteSnapshot struct {
 	Version int     `msgpack:"v"`
@@ -77,9 +87,11 @@ func unmarshalSiteSnapshot(b []byte, key func(string) uint64) (*Site, events.Pos
 	if err := msgpack.Unmarshal(b, &snap); err != nil {
 		return nil, events.Position{}, fmt.Errorf("decode site snapshot: %w", err)
 	}
-	// A version 5 snapshot is a version 6 one without aliases (none
-	// existed before).
-	if snap.Version != snapshotVersion && snap.Version != 5 || len(snap.Hash) != 32 {
+	// Versions 5 and 6 read as version 7: a field one lacks was not
+	// there when it was written (no aliases, no methods of the site's
+	// own), which its zero value says. A version 6 written by a build
+	// that had the site's methods holds them, and they decode.
+	if snap.Version < 5 || snap.Version > snapshotVersion || len(snap.Hash) != 32 {
 		return nil, events.Position{}, fmt.Errorf("site snapshot version %d not supported", snap.Version)
 	}
 	id, err := ids.ParseSite(snap.ID)

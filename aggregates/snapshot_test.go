@@ -296,7 +296,7 @@ func TestUnmarshalSiteSnapshotRejects(t *testing.T) {
 		{"garbage", []byte{0xc1, 0x00, 0x01}},
 		{"truncated", good(func(*siteSnapshot) {})[:5]},
 		{"unknown version", good(func(s *siteSnapshot) { s.Version = snapshotVersion + 1 })},
-		{"older version", good(func(s *siteSnapshot) { s.Version = 4 })}, // 5 is read: 6 without aliases
+		{"older version", good(func(s *siteSnapshot) { s.Version = 4 })}, // 5 and 6 are read (snapshotversion_test.go)
 		{"alias of nothing", good(func(s *siteSnapshot) { s.Aliases = map[string]Alias{"p": {Tx: 99}} })},
 		{"version zero", good(func(s *siteSnapshot) { s.Version = 0 })},
 		{"short hash", good(func(s *siteSnapshot) { s.Hash = make([]byte, 31) })},

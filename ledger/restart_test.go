@@ -205,7 +205,7 @@ func ledgerRestartOldSnapshotFormat(t *testing.T, e *env) {
 	require.NoError(t, msgpack.Unmarshal(data, &snap))
 	var v int
 	require.NoError(t, msgpack.Unmarshal(snap["v"], &v))
-	require.Equal(t, 6, v, "the format this test downgrades")
+	require.Equal(t, 7, v, "the format this test downgrades")
 	snap["v"], err = msgpack.Marshal(4)
 	require.NoError(t, err)
 	old, err := msgpack.Marshal(snap)
