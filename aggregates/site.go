@@ -3,6 +3,8 @@ package aggregates
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"iter"
+	"maps"
 
 	"gateway/events"
 	"gateway/ids"
@@ -248,6 +250,12 @@ func (c *Config) Offer(b *Bank) (minAmount, maxAmount int64, accounts []events.A
 func (s *Site) ByAlias(pid string) (int32, bool) {
 	a, ok := s.aliases[pid]
 	return a.Tx, ok
+}
+
+// Aliases returns every alias by its processId, in no particular order
+// (audits compare them; the map is the site's own).
+func (s *Site) Aliases() iter.Seq2[string, Alias] {
+	return maps.All(s.aliases)
 }
 
 // ProcessID returns the processId of transaction i.

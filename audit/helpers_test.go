@@ -9,6 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"gateway/aggregates"
+	"gateway/aggregates/recipient"
 	"gateway/audit"
 	"gateway/events"
 	"gateway/events/jsstore"
@@ -129,6 +130,19 @@ func appendEvents(t *testing.T, st *jsstore.Store, s *aggregates.Site, evs ...ev
 	require.Equal(t, last, next.Hash)
 	positions.Store(s, next)
 	return seq
+}
+
+// testBank is the method the hand-written histories use.
+func testBank() *aggregates.Bank {
+	return &aggregates.Bank{ID: "b0000000000000000000001", Code: "ZAIN", Name: events.LocalizedName{En: "Zain"}, IdentifierKind: recipient.Phone,
+		MinAmount: 1000, MaxAmount: 1_000_000, Deposit: true, Withdraw: true, Enabled: true,
+		Accounts: []events.Account{{AccountName: "Acme", AccountNumber: "0770000000"}}}
+}
+
+// depositReq is a deposit request of user for amount on testBank.
+func depositReq(pid, user string, amount int64) aggregates.RequestDeposit {
+	return aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: pid, Amount: amount, UserID: user,
+		UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}}
 }
 
 // replaySite rebuilds site id from its messages up to sequence upTo,

@@ -93,7 +93,7 @@ func (a *siteAudit) liveCheck() Check {
 		l.p.addf(nil, "", "the snapshot was saved as seq %d but holds the state at seq %d", l.metaSeq, l.snapSeq)
 	}
 	compareSites(a.agg, l.site, a.aggPos, l.pos, &l.p)
-	return l.p.check(CheckLiveModel, fmt.Sprintf("snapshot at seq %d + %d later messages vs full replay to seq %d: balance, pending, %d transactions, processIds, keyed answers",
+	return l.p.check(CheckLiveModel, fmt.Sprintf("snapshot at seq %d + %d later messages vs full replay to seq %d: balance, pending, settings, %d transactions, processIds, aliases, keyed answers",
 		l.snapSeq, l.applied, a.aggPos.Seq, len(a.agg.Txs)))
 }
 
@@ -121,6 +121,7 @@ func compareSites(full, live *aggregates.Site, fullPos, livePos events.Position,
 		p.addf(nil, "", "settings as the keyed creation answered them differ: %s", d)
 	}
 	keyedDiff(full, live, p)
+	aliasDiff(full, live, p)
 	if len(live.Txs) != len(full.Txs) {
 		p.addf(nil, "", "%d transactions, the full replay %d", len(live.Txs), len(full.Txs))
 	}
@@ -169,6 +170,26 @@ func keyedDiff(full, live *aggregates.Site, p *problems) {
 	}
 	for k := range lk {
 		p.addf(nil, "", "keyed adjustment %q of the live model is not in the full replay", k)
+	}
+}
+
+// aliasDiff reports the aliases (deposit.alias_added) that differ: each
+// makes a repeat of its request find a deposit.
+func aliasDiff(full, live *aggregates.Site, p *problems) {
+	la := maps.Collect(live.Aliases())
+	for pid, f := range full.Aliases() {
+		l, ok := la[pid]
+		switch {
+		case !ok:
+			p.addf(nil, txIDOf(full.ID, f.Tx), "alias %q of the full replay is not in the live model", pid)
+		case l != f:
+			p.addf(nil, txIDOf(full.ID, f.Tx), "alias %q names %s (fingerprint %x), the full replay's %s (fingerprint %x)",
+				pid, txIDOf(full.ID, l.Tx), l.Fingerprint, txIDOf(full.ID, f.Tx), f.Fingerprint)
+		}
+		delete(la, pid)
+	}
+	for pid, l := range la {
+		p.addf(nil, txIDOf(full.ID, l.Tx), "alias %q of the live model is not in the full replay", pid)
 	}
 }
 
@@ -243,10 +264,18 @@ func configDiff(full, live *aggregates.Config) string {
 	cmp("hostedPage", live.HostedPage == full.HostedPage)
 	cmp("depositTtlSeconds", live.DepositTTLSeconds == full.DepositTTLSeconds)
 	cmp("rateLimit", live.RateLimit == full.RateLimit)
+	cmp("returnUrl", live.ReturnURL == full.ReturnURL)
+	cmp("supportContact", live.SupportContact == full.SupportContact)
+	cmp("sandbox", live.Sandbox == full.Sandbox)
+	cmp("methods", live.OwnMethods == full.OwnMethods && slices.EqualFunc(live.Methods, full.Methods, sameMethod))
 	cmp("createdAt", live.CreatedAt == full.CreatedAt)
 	cmp("idempotencyKey", live.IdempotencyKey == full.IdempotencyKey && live.RequestHash == full.RequestHash)
 	if len(d) == 0 {
 		return ""
 	}
 	return fmt.Sprint(d)
+}
+
+func sameMethod(a, b events.SiteMethod) bool {
+	return a.BankID == b.BankID && a.MinAmount == b.MinAmount && a.MaxAmount == b.MaxAmount && slices.Equal(a.Accounts, b.Accounts)
 }
