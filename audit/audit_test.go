@@ -529,26 +529,25 @@ func TestAudit_subjectsAndSnapshotsWithInvalidIDs(t *testing.T) {
 	assert.False(t, isSite, "no site is made of it")
 }
 
-// TestAudit_sandbox: a sandbox site is marked as one in the report.
+// TestAudit_sandbox: a sandbox site (site.sandbox in its creation's
+// message) is marked as one in the report.
 func TestAudit_sandbox(t *testing.T) {
 	e := newEnv(t)
-	gen := e.generate(t, audit.GenOptions{Events: 200, Sites: 2, Batch: 50, Seed: 13})
-	s := gen.Sites[0].State
-	p := &events.SiteSandbox{Sandbox: true}
-	appendEvents(t, e.st, s, events.Event{Name: p.EventName(), Time: time.Now().UnixMilli(), Actor: events.ActorSystem, Payload: p})
+	gen := e.generate(t, audit.GenOptions{Events: 200, Sites: 1, Batch: 50, Seed: 13})
+	s, _, _ := handSite(t, e, "s-sandbox", true, time.Now())
 
 	rep := e.runAudit(t, audit.Options{})
 	assert.Empty(t, failed(rep))
 	sb, ok := rep.Site(string(s.ID))
 	require.True(t, ok)
 	assert.True(t, sb.Sandbox)
-	other, ok := rep.Site(string(gen.Sites[1].State.ID))
+	other, ok := rep.Site(string(gen.Sites[0].State.ID))
 	require.True(t, ok)
 	assert.False(t, other.Sandbox)
 	var b strings.Builder
 	require.NoError(t, rep.WriteText(&b))
 	assert.Contains(t, b.String(), "site "+string(s.ID)+" (sandbox: test money):")
-	assert.NotContains(t, b.String(), "site "+string(gen.Sites[1].State.ID)+" (sandbox")
+	assert.NotContains(t, b.String(), "site "+string(gen.Sites[0].State.ID)+" (sandbox")
 }
 
 // TestAudit_settingsAliasesAndTestCallbacks: the events that move no money
@@ -598,13 +597,17 @@ func TestAudit_settingsAliasesAndTestCallbacks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			gen := e.generate(t, audit.GenOptions{Events: 300, Sites: 1, Batch: 20, Seed: 21})
-			s := gen.Sites[0].State
+			var s *aggregates.Site
+			var pending, paid string
 			if tc.sandbox {
-				appendEvents(t, e.st, s, ev(&events.SiteSandbox{Sandbox: true}))
+				// Only a creation makes a sandbox.
+				s, pending, paid = handSite(t, e, "s-sandbox", true, time.Now())
+			} else {
+				gen := e.generate(t, audit.GenOptions{Events: 300, Sites: 1, Batch: 20, Seed: 21})
+				s = gen.Sites[0].State
+				pending = string(ids.NewTx(s.ID, findTx(t, s, aggregates.KindDeposit, aggregates.StatusPending)))
+				paid = string(ids.NewTx(s.ID, findTx(t, s, aggregates.KindWithdrawal, aggregates.StatusPaid)))
 			}
-			pending := string(ids.NewTx(s.ID, findTx(t, s, aggregates.KindDeposit, aggregates.StatusPending)))
-			paid := string(ids.NewTx(s.ID, findTx(t, s, aggregates.KindWithdrawal, aggregates.StatusPaid)))
 			appendEvents(t, e.st, s, tc.evs(s, pending, paid)...)
 
 			rep := e.runAudit(t, audit.Options{})

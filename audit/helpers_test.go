@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
@@ -143,6 +144,27 @@ func testBank() *aggregates.Bank {
 func depositReq(pid, user string, amount int64) aggregates.RequestDeposit {
 	return aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: pid, Amount: amount, UserID: user,
 		UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}}
+}
+
+// handSite writes site id as the gateway would (a sandbox one when
+// sandbox is set): funded, with a pending deposit and a paid withdrawal,
+// whose ids it returns. Its creation is at now.
+func handSite(t *testing.T, e *env, id string, sandbox bool, now time.Time) (s *aggregates.Site, pending, paid string) {
+	t.Helper()
+	s = aggregates.NewSite(ids.SiteID(id))
+	name := "shop " + id
+	decideAppend(t, e, s, aggregates.CreateSite{AppKey: "ak_" + id, Secret: "sec", WebhookSecret: "wh",
+		Settings: aggregates.SiteSettings{Name: &name, Sandbox: &sandbox}}, now, "admin")
+	require.Equal(t, sandbox, s.Cfg.Sandbox)
+	decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 100_000, Reason: "opening"}, now, "admin")
+	d := decideAppend(t, e, s, depositReq("d1", "u1", 5000), now, events.ActorMerchant)
+	pending = txIDOf(s.ID, d.Tx)
+	w := decideAppend(t, e, s, aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: "w1", Amount: 3000, UserID: "u2",
+		UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}, AccountName: "Ali", IBAN: "07701234567"}, now, events.ActorMerchant)
+	paid = txIDOf(s.ID, w.Tx)
+	decideAppend(t, e, s, aggregates.ProcessWithdrawal{TxID: ids.TxID(paid)}, now, "admin")
+	decideAppend(t, e, s, aggregates.PayWithdrawal{TxID: ids.TxID(paid), Reference: "ref"}, now, "admin")
+	return s, pending, paid
 }
 
 // replaySite rebuilds site id from its messages up to sequence upTo,

@@ -40,6 +40,8 @@ type siteAudit struct {
 
 	// The independent model.
 	created bool
+	// createdSeq is the sequence of the message holding site.created.
+	createdSeq uint64
 	// sandbox: the site is a sandbox (site.sandbox): its merchant moved
 	// its own transactions.
 	sandbox  bool
@@ -109,7 +111,7 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 			a.keyP.addf(at(), "", "created with Idempotency-Key %q, which derives site %s: a repeat of the key would not find this site",
 				k, ids.SiteForKey(k))
 		}
-		a.created, a.negLimit = true, p.NegativeLimit
+		a.created, a.createdSeq, a.negLimit = true, seq, p.NegativeLimit
 		return
 	}
 	if !a.created {
@@ -121,7 +123,19 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 			a.negLimit = *p.NegativeLimit
 		}
 	case *events.SiteSandbox:
+		// Only a creation writes it (docs/events.md "site.sandbox.v1"):
+		// a later one would make a live site a sandbox, whose merchant
+		// moves its own transactions.
+		if !a.inCreation(seq) {
+			a.createdP.addf(at(), "", "site.sandbox outside the site's creation message: it would make a live site a sandbox")
+		}
 		a.sandbox = p.Sandbox
+	case *events.SitePageUpdated:
+		// The one marked atCreation is what a repeat of a keyed creation
+		// answers with (docs/events.md "site.page_updated.v1").
+		if p.AtCreation && !a.inCreation(seq) {
+			a.createdP.addf(at(), "", "site.page_updated marked atCreation outside the site's creation message: a repeat of the creation would answer with it")
+		}
 	case *events.DepositAliasAdded:
 		a.alias(w, p)
 	case *events.SandboxCallback:
@@ -131,7 +145,7 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 		if a.peek(p.TxID) == nil {
 			a.transitionP.addf(at(), p.TxID, "a test callback for a transaction the site does not have (%d transactions so far)", len(a.txs))
 		}
-	case *events.SitePageUpdated, *events.SiteMethodsSet:
+	case *events.SiteMethodsSet:
 		// Settings that move no money and no transaction.
 	case *events.TreasuryAdjusted:
 		if k := p.IdempotencyKey; k != "" {
@@ -198,6 +212,10 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 		a.transitionP.addf(at(), "", "event %s does not belong on a site subject", e.Name)
 	}
 }
+
+// inCreation reports whether the message at seq is the one that created
+// the site.
+func (a *siteAudit) inCreation(seq uint64) bool { return a.created && seq == a.createdSeq }
 
 // where is an event's position, made into a *Position only for a problem:
 // most events have none, and a closure per event would allocate.
