@@ -34,7 +34,8 @@ const (
 	// of the right kind and moves it along an edge of the state machine.
 	CheckTransitions = "transitions"
 	// CheckTreasury: balance − pending − amount > negativeLimit held when
-	// each withdrawal was requested.
+	// each withdrawal was requested, and a treasury.adjusted.v3 debit
+	// without allowBelowLimit left balance − pending ≥ negativeLimit.
 	CheckTreasury = "treasury-rule"
 	// CheckReplay: the aggregate applied every message without failing.
 	CheckReplay = "replay"

@@ -158,6 +158,7 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 				a.adjKeys[k] = *at()
 			}
 		}
+		a.belowLimit(w, e.Name, p)
 		a.adjCount++
 		a.adjSum += p.Amount
 		a.runBalance += p.Amount
@@ -220,6 +221,22 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 // inCreation reports whether the message at seq is the one that created
 // the site.
 func (a *siteAudit) inCreation(seq uint64) bool { return a.created && seq == a.createdSeq }
+
+// belowLimit checks a treasury.adjusted.v3 debit as the aggregate decides
+// it (docs/operator-api.md "Treasury adjustments"): one that takes what is
+// available below zero, the treasury past its negative limit, needs
+// allowBelowLimit. v1 and v2 were never checked so (docs/events.md
+// "Upcasters").
+func (a *siteAudit) belowLimit(w where, name string, p *events.TreasuryAdjusted) {
+	if name != events.TreasuryAdjustedName || p.Amount >= 0 || p.AllowBelowLimit {
+		return
+	}
+	available := a.runBalance - a.runPending - a.negLimit
+	if after := available + p.Amount; after < 0 {
+		a.treasuryP.addf(w.at(), "", "debit of %d without allowBelowLimit takes the treasury %d below its negative limit "+
+			"(balance %d, pending %d, negative limit %d: available was %d)", -p.Amount, -after, a.runBalance, a.runPending, a.negLimit, available)
+	}
+}
 
 // where is an event's position, made into a *Position only for a problem:
 // most events have none, and a closure per event would allocate.
@@ -452,7 +469,7 @@ func (a *siteAudit) report() SiteReport {
 		a.createdP.check(CheckCreated, ""),
 		a.txidP.check(CheckTxIDs, fmt.Sprintf("%d transactions, %d distinct processIds", len(a.txs), a.pids.n)),
 		a.transitionP.check(CheckTransitions, ""),
-		a.treasuryP.check(CheckTreasury, fmt.Sprintf("%d withdrawals", wd["pending"].Count+wd["processing"].Count+wd["paid"].Count+wd["rejected"].Count)),
+		a.treasuryP.check(CheckTreasury, fmt.Sprintf("%d withdrawals, %d adjustments", wd["pending"].Count+wd["processing"].Count+wd["paid"].Count+wd["rejected"].Count, a.adjCount)),
 		a.replayP.check(CheckReplay, ""),
 		balP.check(CheckBalance, fmt.Sprintf("%d = adjustments %d + approved deposits %d − paid withdrawals %d", want, a.adjSum, approved, paid)),
 		pendP.check(CheckPending, fmt.Sprintf("%d = pending %d + processing %d", wantPending, wd["pending"].Amount, wd["processing"].Amount)),

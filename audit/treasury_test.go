@@ -1,0 +1,77 @@
+package audit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/aggregates"
+	"gateway/audit"
+	"gateway/events"
+)
+
+// TestAudit_debitBelowLimit: a treasury.adjusted.v3 debit that takes the
+// treasury below its negative limit without allowBelowLimit, which the
+// aggregate refuses, fails the treasury-rule check; v1 and v2 debits were
+// never checked so and pass.
+func TestAudit_debitBelowLimit(t *testing.T) {
+	// The site: negative limit −1000, balance 5000, a 2000 withdrawal
+	// pending: 4000 available.
+	tests := []struct {
+		name   string
+		event  string
+		amount int64
+		allow  bool
+		fails  bool
+	}{
+		{"to the limit", events.TreasuryAdjustedName, -4000, false, false},
+		{"below the limit", events.TreasuryAdjustedName, -4001, false, true},
+		{"below the limit on purpose", events.TreasuryAdjustedName, -4001, true, false},
+		{"far below the limit", events.TreasuryAdjustedName, -1_000_000, false, true},
+		{"a credit", events.TreasuryAdjustedName, 1, false, false},
+		{"below the limit, v2", events.TreasuryAdjustedV2Name, -4001, false, false},
+		{"below the limit, v1", events.TreasuryAdjustedV1Name, -4001, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			now := time.Now()
+			s := aggregates.NewSite("s-treasury")
+			name, limit := "shop", int64(-1000)
+			decideAppend(t, e, s, aggregates.CreateSite{AppKey: "k", Secret: "sec", WebhookSecret: "wh",
+				Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &limit}}, now, "admin")
+			decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 5000, Reason: "opening"}, now, "admin")
+			decideAppend(t, e, s, aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: "w1", Amount: 2000, UserID: "u1",
+				UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}, AccountName: "Ali", IBAN: "07701234567"}, now, events.ActorMerchant)
+			require.Equal(t, int64(4000), s.Available())
+			if tc.event == events.TreasuryAdjustedName {
+				// The audit fails what the aggregate refuses.
+				_, err := s.Decide(aggregates.AdjustTreasury{Amount: tc.amount, Reason: "r", AllowBelowLimit: tc.allow}, now, "admin")
+				if tc.fails {
+					require.ErrorIs(t, err, aggregates.ErrBelowLimit)
+				} else {
+					require.NoError(t, err)
+				}
+			}
+			// Stored as a writer that skipped the check, or one from before
+			// it, would have.
+			p := &events.TreasuryAdjusted{Amount: tc.amount, Reason: "r", AllowBelowLimit: tc.allow}
+			seq := appendEvents(t, e.st, s, events.Event{Name: tc.event, Time: now.UnixMilli(), Actor: "admin", Payload: p})
+
+			rep := e.runAudit(t, audit.Options{})
+			if !tc.fails {
+				assert.Empty(t, failed(rep))
+				return
+			}
+			assert.Equal(t, []string{string(s.ID) + "/" + audit.CheckTreasury}, failed(rep))
+			c := check(t, rep, string(s.ID), audit.CheckTreasury)
+			if assert.Len(t, c.Problems, 1) {
+				assert.Equal(t, seq, c.Problems[0].At.Seq)
+				assert.Contains(t, c.Problems[0].Message, "without allowBelowLimit")
+				assert.Contains(t, c.Problems[0].Message, "available was 4000")
+			}
+		})
+	}
+}
