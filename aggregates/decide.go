@@ -235,8 +235,8 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if c.Amount == 0 || c.Amount > maxAmount || c.Amount < -maxAmount {
 			return Decision{Tx: -1}, fieldErr("amount", ErrInvalidRequest, "amount must be a non-zero integer")
 		}
-		if strings.TrimSpace(c.Reason) == "" || len(c.Reason) > maxTextLen {
-			return Decision{Tx: -1}, fieldErr("reason", ErrInvalidRequest, "reason is required (at most %d bytes)", maxTextLen)
+		if err := checkText("reason", c.Reason, maxTextLen); err != nil {
+			return Decision{Tx: -1}, err
 		}
 		after := s.Available() + c.Amount
 		below := c.Amount < 0 && after < 0
@@ -402,8 +402,10 @@ func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision
 
 // validateSettings checks the settings that are present.
 func validateSettings(st SiteSettings) error {
-	if st.Name != nil && (strings.TrimSpace(*st.Name) == "" || len(*st.Name) > maxTextLen) {
-		return fieldErr("name", ErrInvalidRequest, "name must be 1 to %d bytes", maxTextLen)
+	if st.Name != nil {
+		if err := checkText("name", *st.Name, maxTextLen); err != nil {
+			return err
+		}
 	}
 	if st.NegativeLimit != nil && (*st.NegativeLimit > 0 || *st.NegativeLimit < -maxAmount) {
 		return fieldErr("negativeLimit", ErrInvalidRequest, "negativeLimit must be zero or negative")

@@ -920,10 +920,10 @@ func TestWithdrawalLifecycle(t *testing.T) {
 	})
 }
 
-// A rejection's reason and a payment's reference follow the rules of every
-// other text (checkText): a NUL, an escape sequence or bytes that are not
-// UTF-8 would go into the record's statusReason and the callbacks as they
-// are. A reference may still be left out.
+// A rejection's reason, a payment's reference, an adjustment's reason and a
+// site's name follow the rules of every other text (checkText): a NUL, an
+// escape sequence or bytes that are not UTF-8 would go into records,
+// callbacks and pages as they are. A reference may still be left out.
 func TestReasonAndReferenceText(t *testing.T) {
 	bad := []string{"a\x00b", "a\x1b[2Jb", "a\xffb", "a\x7fb", "no\ntransfer", "a\rb", "\xc3"}
 	good := []string{"no transfer found", "لم يصل التحويل", `sender "Abu Ali" unknown`}
@@ -943,6 +943,8 @@ func TestReasonAndReferenceText(t *testing.T) {
 			{RejectWithdrawal{TxID: tx(pending), Reason: v}, "reason"},
 			{RejectWithdrawal{TxID: tx(processing), Reason: v}, "reason"},
 			{PayWithdrawal{TxID: tx(processing), Reference: v}, "reference"},
+			{AdjustTreasury{Amount: 1, Reason: v}, "reason"},
+			{UpdateSite{Settings: SiteSettings{Name: &v}}, "name"},
 		} {
 			d, err := f.try(c.cmd)
 			requireErr(t, d, err, ErrInvalidRequest, c.field)
@@ -952,7 +954,8 @@ func TestReasonAndReferenceText(t *testing.T) {
 	assert.Equal(t, before, observe(f.s))
 	for _, v := range good {
 		for _, cmd := range []Command{RejectDeposit{TxID: tx(dep), Reason: v}, RejectWithdrawal{TxID: tx(pending), Reason: v},
-			PayWithdrawal{TxID: tx(processing), Reference: v}, PayWithdrawal{TxID: tx(processing)}} {
+			PayWithdrawal{TxID: tx(processing), Reference: v}, PayWithdrawal{TxID: tx(processing)},
+			AdjustTreasury{Amount: 1, Reason: v}, UpdateSite{Settings: SiteSettings{Name: &v}}} {
 			_, err := f.try(cmd)
 			assert.NoError(t, err, "%T %q", cmd, v)
 		}
