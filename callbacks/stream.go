@@ -35,11 +35,31 @@ type StreamConfig struct {
 	Poll time.Duration
 }
 
+// Head returns the stream's end as a position in webhook-id form: Stream
+// from it streams the events stored after Head read it, and a stream
+// resumed from it later misses none of them. It names the last message's
+// highest possible index (ids.MaxEventIndex), so no event of that message
+// is streamed again (docs/callbacks.md "Following callbacks without a
+// public URL").
+func Head(ctx context.Context, store Store) (string, error) {
+	last, err := store.LastSeq(ctx)
+	if err != nil {
+		return "", err
+	}
+	if last == 0 {
+		// Every site is created by a message of the stream, so a stream
+		// followed for a site is never empty.
+		return "", errors.New("callback stream: the event stream is empty")
+	}
+	return WebhookID(last, ids.MaxEventIndex), nil
+}
+
 // Stream calls fn, in order, for every callback event of site stored
-// after the event after (a webhook-id; "" for events stored from now on),
-// whether or not the site has a callbackUrl, until ctx ends or fn fails.
-// Nothing is recorded: any number of streams may follow a site, in any
-// gateway process, beside the dispatcher's deliveries.
+// after the event after (a webhook-id, or a position from Head; "" for
+// events stored from now on), whether or not the site has a callbackUrl,
+// until ctx ends or fn fails. Nothing is recorded: any number of streams
+// may follow a site, in any gateway process, beside the dispatcher's
+// deliveries.
 func Stream(ctx context.Context, cfg StreamConfig, site ids.SiteID, after string, fn func(StreamEvent) error) error {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond

@@ -4,7 +4,7 @@
 // response hash, turns error answers into *Error values, and repeats a
 // creation safely (with the same processId) when the network or the
 // gateway fails. It also verifies and decodes the gateway's callbacks
-// (webhook.go).
+// (webhook.go), and follows them without a public URL (Callbacks).
 //
 //	c := client.New("https://pay.example", appKey, secret)
 //	d, err := c.CreateDeposit(ctx, client.DepositRequest{BankID: "ZAINCASH", ProcessID: "order-1001",
@@ -256,13 +256,24 @@ type StreamEvent struct {
 
 // Callbacks follows the site's callbacks (GET /v1/callbacks/stream) and
 // calls fn for each, in order, from now on or after the event after (a
-// webhook-id, "" for now on). When the stream breaks it reconnects after
-// the last event seen, until ctx ends or fn fails; onError is told of
-// each break (it may be nil).
-func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEvent) error, onError func(error)) error {
+// webhook-id, "" for now on). Each connection starts by telling its
+// position, which Callbacks keeps as after until a callback moves it on:
+// when the stream breaks it reconnects from there, so a callback stored
+// while it was disconnected is not missed, even before the first one came.
+// It goes on until ctx ends or fn fails; onError is told of each break (it
+// may be nil).
+func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEvent) error, onError func(error), opts ...StreamOption) error {
+	var o streamOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	pause := c.backoff
 	for {
-		err := c.stream(ctx, &after, fn)
+		err := c.stream(ctx, &after, fn, func() {
+			if o.onConnect != nil {
+				o.onConnect(after)
+			}
+		})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -286,13 +297,31 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 	}
 }
 
+// StreamOption changes how Callbacks follows the stream.
+type StreamOption func(*streamOptions)
+
+type streamOptions struct {
+	onConnect func(position string)
+}
+
+// OnConnect has Callbacks call fn each time a connection is open and has
+// told its position: every callback stored from then on reaches
+// Callbacks' fn. position is the webhook-id form of the place the
+// connection streams after (the after a reconnection would send). A
+// program that must not miss a callback it causes starts causing them
+// once fn was called.
+func OnConnect(fn func(position string)) StreamOption {
+	return func(o *streamOptions) { o.onConnect = fn }
+}
+
 // callbackError is fn's own failure, which ends Callbacks.
 type callbackError struct{ err error }
 
 func (e *callbackError) Error() string { return e.err.Error() }
 
-// stream reads one connection of the stream, moving *after on.
-func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent) error) error {
+// stream reads one connection of the stream, moving *after on; connected
+// is called once, when the connection's first event (its position) came.
+func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent) error, connected func()) error {
 	q := ""
 	if *after != "" {
 		q = url.Values{"after": {*after}}.Encode()
@@ -321,12 +350,15 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 	}
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	var event, data string
+	var event, data, id string
+	first := true
 	for sc.Scan() {
 		line := sc.Text()
-		switch {
-		case line == "":
-			if event == "callback" && data != "" {
+		if line == "" {
+			// An event is complete (the SSE format, as the gateway
+			// writes it: "field: value" lines, then a blank one).
+			switch {
+			case event == "callback" && data != "":
 				var ev StreamEvent
 				if err := json.Unmarshal([]byte(data), &ev); err != nil {
 					return fmt.Errorf("callback stream: %w", err)
@@ -335,14 +367,27 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 					return &callbackError{err}
 				}
 				*after = ev.ID
-			} else if event == "error" {
+			case event == "error":
 				return fmt.Errorf("callback stream: the gateway ended it: %s", data)
+			case data == "" && id != "":
+				*after = id // the position the connection streams after
 			}
-			event, data = "", ""
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data += strings.TrimPrefix(line, "data: ")
+			if first {
+				first = false
+				connected()
+			}
+			event, data, id = "", "", ""
+			continue
+		}
+		name, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch name {
+		case "event":
+			event = value
+		case "data":
+			data += value
+		case "id":
+			id = value
 		}
 	}
 	if err := sc.Err(); err != nil {

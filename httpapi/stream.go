@@ -20,8 +20,9 @@ const streamHeartbeat = 15 * time.Second
 // callbackStream serves GET /v1/callbacks/stream: the site's callbacks as
 // server-sent events, each what its delivery would carry (headers signed
 // now, and body), from now on or after the event named by ?after= or
-// Last-Event-ID. It is how `merchant listen` forwards callbacks to a
-// machine without a public URL (docs/callbacks.md).
+// Last-Event-ID. Its first line is the position it streams after, as an
+// SSE id. It is how `merchant listen` forwards callbacks to a machine
+// without a public URL (docs/callbacks.md).
 func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 	q, err := queryParams(r, "after")
 	if err != nil {
@@ -42,6 +43,19 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	ctx := r.Context()
+	if after == "" {
+		// The position is read before the answer starts and is its first
+		// line: whatever is stored once the client has read it is
+		// streamed, and a client whose connection breaks before any
+		// callback came resumes from it instead of from a later end.
+		pos, err := callbacks.Head(ctx, s.cfg.Events)
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		after = pos
+	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -55,10 +69,9 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
-	if err := write([]byte(": streaming the site's callbacks\n\n")); err != nil {
+	if err := write(fmt.Appendf(nil, "id: %s\n\n", after)); err != nil {
 		return
 	}
-	ctx := r.Context()
 	beat := time.NewTicker(streamHeartbeat)
 	defer beat.Stop()
 	evc := make(chan callbacks.StreamEvent)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -244,6 +246,75 @@ func TestMerchantCLI_listen(t *testing.T) {
 	assert.Contains(t, out.String(), "Ready: forwarding the site's callbacks to "+rcv.URL+"/callbacks")
 	assert.Contains(t, out.String(), "deposit.approved")
 	assert.Contains(t, out.String(), "-> 204")
+}
+
+// TestMerchantCLI_listenReadyOnceConnected: listen says it is ready only
+// once the gateway's stream has told its position, and from then on a
+// callback is forwarded though listen started "from now on".
+func TestMerchantCLI_listenReadyOnceConnected(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	site := g.NewSite(map[string]any{"sandbox": true}, 0)
+	target, err := url.Parse(g.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	arrived, pass := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived) })
+		select {
+		case <-pass:
+		case <-r.Context().Done():
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	forwarded := make(chan string, 4)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		cb, err := client.ParseCallback(site.WebhookSecret, site.Secret, r.Header, body, time.Now())
+		if err != nil {
+			w.WriteHeader(422)
+			return
+		}
+		forwarded <- cb.Data.TransactionID
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(rcv.Close)
+
+	env := map[string]string{"GATEWAY_URL": front.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": site.Secret}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"listen", "-forward-to", rcv.URL + "/callbacks"}, strings.NewReader(""), &out, &errb,
+			func(k string) string { return env[k] })
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(testkit.WaitFor):
+		t.Fatal("listen did not connect")
+	}
+	assert.NotContains(t, out.String(), "Ready", "ready while its stream is not open")
+	close(pass)
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return strings.Contains(out.String(), "Ready:") }, "listen is ready")
+
+	c := client.New(g.URL, site.AppKey, site.Secret)
+	d, err := c.CreateDeposit(ctx, deposit("r-1", "u1", 25000))
+	require.NoError(t, err)
+	_, err = c.Sandbox(ctx, client.SandboxApprove, d.TransactionID, nil)
+	require.NoError(t, err)
+	select {
+	case tx := <-forwarded:
+		assert.Equal(t, d.TransactionID, tx)
+	case <-time.After(testkit.WaitFor):
+		t.Fatalf("the approval was not forwarded; listen wrote: %s %s", out.String(), errb.String())
+	}
+	cancel()
+	require.Equal(t, 0, <-done, errb.String())
 }
 
 func deposit(pid, user string, amount int64) client.DepositRequest {

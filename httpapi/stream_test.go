@@ -1,0 +1,174 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/internal/testkit"
+)
+
+// sseEvent is one event of a server-sent event stream (comments are not
+// events).
+type sseEvent struct{ ID, Event, Data string }
+
+// sseStream is an open GET /v1/callbacks/stream.
+type sseStream struct {
+	t      testing.TB
+	Header http.Header
+	events chan sseEvent
+	cancel context.CancelFunc
+}
+
+// openStream opens the site's callback stream with query, signed, and the
+// headers hdr; it fails the test unless the stream is answered.
+func (s *stack) openStream(t testing.TB, st site, query string, hdr map[string]string) *sseStream {
+	t.Helper()
+	ss, r := s.tryStream(t, st, query, hdr)
+	require.NotNil(t, ss, "the stream is refused: %d %s", r.HTTP, r.Raw)
+	return ss
+}
+
+// tryStream opens the site's callback stream: the stream when answered
+// 200, otherwise the refusal.
+func (s *stack) tryStream(t testing.TB, st site, query string, hdr map[string]string) (*sseStream, resp) {
+	t.Helper()
+	u := s.URL + "/v1/callbacks/stream"
+	if query != "" {
+		u += "?" + query
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	require.NoError(t, err)
+	req.Header.Set("appKey", st.AppKey)
+	req.Header.Set("sign", sign(st.Secret, []byte(query)))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	if res.StatusCode != http.StatusOK {
+		defer cancel()
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		r := resp{HTTP: res.StatusCode, Header: res.Header, Raw: b}
+		require.NoError(t, json.Unmarshal(b, &r), "body: %s", b)
+		return nil, r
+	}
+	ss := &sseStream{t: t, Header: res.Header, events: make(chan sseEvent, 64), cancel: cancel}
+	t.Cleanup(ss.close)
+	go func() {
+		defer close(ss.events)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "" {
+				if ev != (sseEvent{}) {
+					ss.events <- ev
+				}
+				ev = sseEvent{}
+				continue
+			}
+			name, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch name {
+			case "id":
+				ev.ID = value
+			case "event":
+				ev.Event = value
+			case "data":
+				ev.Data += value
+			}
+		}
+	}()
+	return ss, resp{HTTP: res.StatusCode, Header: res.Header}
+}
+
+// next is the stream's next event; it fails the test when the stream ends
+// first.
+func (ss *sseStream) next() sseEvent {
+	ss.t.Helper()
+	select {
+	case ev, ok := <-ss.events:
+		require.True(ss.t, ok, "the stream ended")
+		return ev
+	case <-time.After(testkit.WaitFor):
+		ss.t.Fatal("no event on the stream")
+		return sseEvent{}
+	}
+}
+
+// ended waits for the stream's end; it fails the test on another event.
+func (ss *sseStream) ended() {
+	ss.t.Helper()
+	select {
+	case ev, ok := <-ss.events:
+		require.False(ss.t, ok, "an event after the stream's last: %+v", ev)
+	case <-time.After(testkit.WaitFor):
+		ss.t.Fatal("the stream did not end")
+	}
+}
+
+func (ss *sseStream) close() { ss.cancel() }
+
+// splitEventID splits a webhook-id into its sequence and index.
+func splitEventID(t testing.TB, id string) (uint64, int) {
+	t.Helper()
+	a, b, ok := strings.Cut(id, "-")
+	require.True(t, ok, "event id %q", id)
+	seq, err := strconv.ParseUint(a, 10, 64)
+	require.NoError(t, err)
+	idx, err := strconv.Atoi(b)
+	require.NoError(t, err)
+	return seq, idx
+}
+
+// TestCallbackStream_startsWithItsPosition: the stream's first event is
+// the position it streams after, read before it answered, as an SSE id
+// that resumes exactly there.
+func TestCallbackStream_startsWithItsPosition(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	tx1 := s.approvedDeposit(t, st)
+	seq1, _ := splitEventID(t, s.eventID(t, st.ID, "deposit.approved.v1", tx1))
+
+	ss := s.openStream(t, st, "", nil)
+	first := ss.next()
+	require.Equal(t, sseEvent{ID: first.ID}, first, "the first event is an id alone")
+	seq, idx := splitEventID(t, first.ID)
+	assert.GreaterOrEqual(t, seq, seq1, "the stream's end when it was opened")
+	assert.Equal(t, 1<<16, idx, "after every event of that message")
+
+	// Stored once the position was read: streamed.
+	tx2 := s.approvedDeposit(t, st)
+	id2 := s.eventID(t, st.ID, "deposit.approved.v1", tx2)
+	ev := ss.next()
+	assert.Equal(t, "callback", ev.Event)
+	assert.Equal(t, id2, ev.ID)
+	ss.close()
+
+	// From the position, later: the callback stored since comes first.
+	rs := s.openStream(t, st, "after="+first.ID, nil)
+	assert.Equal(t, sseEvent{ID: first.ID}, rs.next(), "a resumed stream tells where it resumes")
+	assert.Equal(t, id2, rs.next().ID)
+
+	// After the approval's whole message: none of it again, the next one.
+	ms := s.openStream(t, st, "after="+strconv.FormatUint(seq1, 10)+"-65536", nil)
+	ms.next()
+	assert.Equal(t, id2, ms.next().ID)
+}
