@@ -19,8 +19,8 @@ const streamHeartbeat = 15 * time.Second
 
 // callbackStream serves GET /v1/callbacks/stream: the site's callbacks as
 // server-sent events, each what its delivery would carry (headers signed
-// now, and body), from now on or after the event named by ?after= or
-// Last-Event-ID. Its first line is the position it streams after, as an
+// now, and body), from now on or after the event named by Last-Event-ID
+// or else ?after=. Its first line is the position it streams after, as an
 // SSE id. It is how `merchant listen` forwards callbacks to a machine
 // without a public URL (docs/callbacks.md).
 func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
@@ -33,15 +33,19 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "this process does not serve callback streams"})
 		return
 	}
-	after := q.Get("after")
-	if after == "" {
-		after = r.Header.Get("Last-Event-ID")
-	}
-	if after != "" {
-		if _, _, ok := callbacks.ParseWebhookID(after); !ok {
-			s.writeErr(w, r, errBad("invalid_request", "after", "after must be a webhook-id (<sequence>-<index>)"))
+	var after string
+	// An SSE client reconnects to the URL it first opened, ?after= and
+	// all, and sends the last id it received as Last-Event-ID: that is
+	// the later position (docs/callbacks.md).
+	for _, p := range []struct{ field, v string }{{"after", q.Get("after")}, {"Last-Event-ID", r.Header.Get("Last-Event-ID")}} {
+		if p.v == "" {
+			continue
+		}
+		if _, _, ok := callbacks.ParseWebhookID(p.v); !ok {
+			s.writeErr(w, r, errBad("invalid_request", p.field, p.field+" must be a webhook-id (<sequence>-<index>)"))
 			return
 		}
+		after = p.v
 	}
 	ctx := r.Context()
 	if after == "" {

@@ -172,3 +172,29 @@ func TestCallbackStream_startsWithItsPosition(t *testing.T) {
 	ms.next()
 	assert.Equal(t, id2, ms.next().ID)
 }
+
+// TestCallbackStream_lastEventIDWins: an SSE client that reconnects to the
+// URL it opened with ?after= sends the last id it received as
+// Last-Event-ID, the later position, which the stream resumes from.
+func TestCallbackStream_lastEventIDWins(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	var ids []string
+	for range 3 {
+		tx := s.approvedDeposit(t, st)
+		ids = append(ids, s.eventID(t, st.ID, "deposit.approved.v1", tx))
+	}
+
+	ss := s.openStream(t, st, "after="+ids[0], map[string]string{"Last-Event-ID": ids[1]})
+	assert.Equal(t, sseEvent{ID: ids[1]}, ss.next(), "the position is Last-Event-ID's")
+	assert.Equal(t, ids[2], ss.next().ID)
+	ss.close()
+
+	// Either, when it is not a webhook-id, is refused by its name.
+	_, r := s.tryStream(t, st, "after="+ids[0], map[string]string{"Last-Event-ID": "soon"})
+	requireErr(t, r, 400, "invalid_request", "Last-Event-ID")
+	_, r = s.tryStream(t, st, "after=soon", map[string]string{"Last-Event-ID": ids[1]})
+	requireErr(t, r, 400, "invalid_request", "after")
+}
