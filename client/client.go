@@ -38,6 +38,8 @@ type Client struct {
 	// pause between them, doubled each time.
 	attempts int
 	backoff  time.Duration
+	// wait pauses Callbacks between connections.
+	wait func(ctx context.Context, d time.Duration) error
 }
 
 // Option changes a Client.
@@ -48,7 +50,8 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 
 // WithRetries sets how many times a creation is tried in all (4 by
 // default) and the first pause between tries (250 ms, doubled each time;
-// a Retry-After answer's own wait is taken when longer).
+// a Retry-After answer's own wait is taken when longer), which is also the
+// first pause of Callbacks before it reconnects.
 func WithRetries(attempts int, backoff time.Duration) Option {
 	return func(c *Client) { c.attempts, c.backoff = max(attempts, 1), backoff }
 }
@@ -57,7 +60,7 @@ func WithRetries(attempts int, backoff time.Duration) Option {
 // and secret.
 func New(baseURL, appKey, secret string, opts ...Option) *Client {
 	c := &Client{base: strings.TrimRight(baseURL, "/"), appKey: appKey, secret: secret, hc: http.DefaultClient,
-		attempts: 4, backoff: 250 * time.Millisecond}
+		attempts: 4, backoff: 250 * time.Millisecond, wait: sleep}
 	for _, o := range opts {
 		o(c)
 	}
@@ -260,8 +263,11 @@ type StreamEvent struct {
 // position, which Callbacks keeps as after until a callback moves it on:
 // when the stream breaks it reconnects from there, so a callback stored
 // while it was disconnected is not missed, even before the first one came.
-// It goes on until ctx ends or fn fails; onError is told of each break (it
-// may be nil).
+// Before reconnecting it pauses: the first pause of WithRetries, doubled
+// after each connection that failed (up to 10 s), and back to the first
+// once a connection is open again. It goes on until ctx ends, fn fails or
+// the gateway refuses the stream (an *Error); onError is told of each
+// break (it may be nil).
 func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEvent) error, onError func(error), opts ...StreamOption) error {
 	var o streamOptions
 	for _, opt := range opts {
@@ -270,6 +276,10 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 	pause := c.backoff
 	for {
 		err := c.stream(ctx, &after, fn, func() {
+			// The pause grew while the gateway could not be reached; a
+			// connection that came up ends that, and its break is a
+			// new one.
+			pause = c.backoff
 			if o.onConnect != nil {
 				o.onConnect(after)
 			}
@@ -288,12 +298,22 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 		if onError != nil {
 			onError(err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pause):
+		if err := c.wait(ctx, pause); err != nil {
+			return err
 		}
 		pause = min(2*pause, 10*time.Second)
+	}
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -29,11 +30,16 @@ type streamFront struct {
 // frontConn is one connection of the stream through a streamFront.
 type frontConn struct {
 	query string
-	// pass lets the connection through to the gateway.
-	pass chan struct{}
+	step  chan string
 	// cut breaks the connection.
 	cut context.CancelFunc
 }
+
+// pass lets the connection through to the gateway.
+func (c *frontConn) pass() { c.step <- "pass" }
+
+// refuse answers the connection 503 unavailable, as the gateway does.
+func (c *frontConn) refuse() { c.step <- "unavailable" }
 
 func newStreamFront(t *testing.T, gatewayURL string) *streamFront {
 	t.Helper()
@@ -51,13 +57,19 @@ func newStreamFront(t *testing.T, gatewayURL string) *streamFront {
 		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		c := &frontConn{query: r.URL.RawQuery, pass: make(chan struct{}), cut: cancel}
+		c := &frontConn{query: r.URL.RawQuery, step: make(chan string, 1), cut: cancel}
 		mu.Lock()
 		held = append(held, c)
 		mu.Unlock()
 		f.conns <- c
 		select {
-		case <-c.pass:
+		case step := <-c.step:
+			if step == "unavailable" {
+				w.Header().Set("Content-Type", "application/json; charset=utf-8")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, `{"data":null,"status":503,"code":"unavailable","message":"try again","requestId":"r1"}`)
+				return
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -123,7 +135,7 @@ func TestClient_callbacksResumeFromTheFirstPosition(t *testing.T) {
 
 	first := front.next(t)
 	assert.Empty(t, first.query, "from now on")
-	close(first.pass)
+	first.pass()
 	position := receive(t, connected, "position from the first connection")
 	require.Regexp(t, `^[1-9][0-9]*-65536$`, position, "after everything stored up to here")
 	first.cut()
@@ -133,7 +145,7 @@ func TestClient_callbacksResumeFromTheFirstPosition(t *testing.T) {
 	lost, err := direct.CreateDeposit(ctx, deposit("gap-1", "u1", 25000))
 	require.NoError(t, err)
 	g.Approve(lost.TransactionID, 0)
-	close(second.pass)
+	second.pass()
 	assert.Equal(t, position, receive(t, connected, "position from the second connection"), "a resumed stream tells where it resumes")
 
 	seen, err := direct.CreateDeposit(ctx, deposit("gap-2", "u2", 25000))
@@ -144,6 +156,43 @@ func TestClient_callbacksResumeFromTheFirstPosition(t *testing.T) {
 		assert.Equal(t, "deposit.approved", ev.Type)
 		assert.Contains(t, string(ev.Body), `"transactionId":"`+want+`"`)
 	}
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+}
+
+// The pause before a reconnection grows while connections fail, and is the
+// first one again after a connection that came up broke.
+func TestClient_callbacksPauseAgainFromTheFirst(t *testing.T) {
+	g := gatewaytest.Start(t)
+	site := g.NewSite(nil, 0)
+	front := newStreamFront(t, g.URL)
+	const first = 10 * time.Millisecond
+	c := client.New(front.URL, site.AppKey, site.Secret, client.WithRetries(4, first))
+	pauses := make(chan time.Duration, 16)
+	client.ObservePauses(c, func(d time.Duration) { pauses <- d })
+	connected := make(chan string, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Callbacks(ctx, "", func(client.StreamEvent) error { return nil }, nil,
+			client.OnConnect(func(position string) { connected <- position }))
+	}()
+
+	var got []time.Duration
+	for range 3 {
+		front.next(t).refuse()
+		got = append(got, receive(t, pauses, "pause"))
+	}
+	up := front.next(t)
+	up.pass()
+	receive(t, connected, "connection")
+	up.cut()
+	got = append(got, receive(t, pauses, "pause after the break"))
+	front.next(t).refuse()
+	got = append(got, receive(t, pauses, "pause"))
+	assert.Equal(t, []time.Duration{first, 2 * first, 4 * first, first, 2 * first}, got)
+	front.next(t) // held until the end
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
 }
