@@ -33,6 +33,11 @@ type StreamConfig struct {
 	Records Records
 	// Poll is how often the stream looks for new messages (500 ms when 0).
 	Poll time.Duration
+	// Check, when set, is called before every look for new messages and
+	// before every event is handed over; its error ends the stream. A
+	// stream outlives the moment its reader was let in: Check is where it
+	// is let in again (the merchant's credentials, still accepted).
+	Check func(ctx context.Context) error
 }
 
 // Head returns the stream's end as a position in webhook-id form: Stream
@@ -82,9 +87,18 @@ func Stream(ctx context.Context, cfg StreamConfig, site ids.SiteID, after string
 		}
 		next = key{seq: k.seq, idx: k.idx + 1}
 	}
+	check := func() error {
+		if cfg.Check == nil {
+			return nil
+		}
+		return cfg.Check(ctx)
+	}
 	tick := time.NewTicker(cfg.Poll)
 	defer tick.Stop()
 	for {
+		if err := check(); err != nil {
+			return err
+		}
 		err := cfg.Store.Read(ctx, subj, next.seq, func(m events.Msg) error {
 			evs, err := events.Decode(m.Data)
 			if err != nil {
@@ -96,6 +110,9 @@ func Stream(ctx context.Context, cfg StreamConfig, site ids.SiteID, after string
 				}
 				ev, err := streamEvent(ctx, cfg, site, m.Seq, i, e)
 				if err != nil {
+					return err
+				}
+				if err := check(); err != nil {
 					return err
 				}
 				if err := fn(ev); err != nil {

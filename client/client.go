@@ -263,6 +263,9 @@ type StreamEvent struct {
 // position, which Callbacks keeps as after until a callback moves it on:
 // when the stream breaks it reconnects from there, so a callback stored
 // while it was disconnected is not missed, even before the first one came.
+// The gateway ends a stream whose credentials it no longer accepts (a
+// secret rotated without overlap, an IP allowlist that no longer admits
+// the caller) with its refusal, which Callbacks returns as an *Error.
 // Before reconnecting it pauses: the first pause of WithRetries, doubled
 // after each connection that failed (up to 10 s), and back to the first
 // once a connection is open again. It goes on until ctx ends, fn fails or
@@ -388,7 +391,17 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 				}
 				*after = ev.ID
 			case event == "error":
-				return fmt.Errorf("callback stream: the gateway ended it: %s", data)
+				// The gateway ends a stream with the envelope a request
+				// refused for the same reason gets: a refusal ends
+				// Callbacks, anything else is a break.
+				var env struct {
+					Status                                  int
+					Code, Message, Field, DocURL, RequestID string
+				}
+				if json.Unmarshal([]byte(data), &env) != nil || env.Code == "" {
+					return fmt.Errorf("callback stream: the gateway ended it: %s", data)
+				}
+				return &Error{Status: env.Status, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL, RequestID: env.RequestID}
 			case data == "" && id != "":
 				*after = id // the position the connection streams after
 			}

@@ -196,3 +196,39 @@ func TestClient_callbacksPauseAgainFromTheFirst(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
 }
+
+// A follower whose secret an operator rotated without overlap is refused
+// as a new call would be: Callbacks ends with invalid_signature, and no
+// callback stored after the rotation reached it.
+func TestClient_callbacksEndWhenTheirSecretIsRevoked(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	site := g.NewSite(nil, 0)
+	old := client.New(g.URL, site.AppKey, site.Secret)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan client.StreamEvent, 4)
+	connected := make(chan string, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- old.Callbacks(ctx, "", func(ev client.StreamEvent) error { got <- ev; return nil }, nil,
+			client.OnConnect(func(position string) { connected <- position }))
+	}()
+	receive(t, connected, "connection")
+
+	var rot struct{ Secret string }
+	g.Ops("POST", "/ops/v1/sites/"+site.ID+"/secret", map[string]any{"overlapSeconds": 0}, &rot)
+	fresh := client.New(g.URL, site.AppKey, rot.Secret)
+	d, err := fresh.CreateDeposit(ctx, deposit("rot-1", "u1", 25000))
+	require.NoError(t, err)
+	g.Approve(d.TransactionID, 0)
+
+	err = receive(t, done, "end of Callbacks")
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusUnauthorized, e.Status)
+	assert.Equal(t, "invalid_signature", e.Code)
+	assert.Equal(t, "sign", e.Field)
+	assert.NotEmpty(t, e.RequestID)
+	assert.Empty(t, got, "a callback stored after the rotation")
+}

@@ -20,6 +20,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 	"gateway/records"
 )
 
@@ -72,42 +73,14 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 			s.writeErr(w, r, err)
 			return
 		}
-		appKey := r.Header.Get("appKey")
-		if appKey == "" {
-			s.writeErr(w, r, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "the appKey header is missing"})
-			return
-		}
-		siteID, cfg, ok := s.cfg.Ledger.SiteByAppKey(appKey)
-		if !ok && s.cfg.Ledger.CatchUpMiss(r.Context()) == nil {
-			// The site may have just been created through another
-			// gateway process. Unknown appKeys are also what a flood
-			// of bad credentials sends: the catch-up is shared and
-			// throttled, so the flood costs no store reads of its own.
-			siteID, cfg, ok = s.cfg.Ledger.SiteByAppKey(appKey)
-		}
-		if !ok {
-			s.writeErr(w, r, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"})
-			return
-		}
-		ri.siteID = siteID
-		// Computed for every request, so that a trusted proxy's unreadable
-		// X-Forwarded-For is refused whatever the site's settings.
-		ip, err := s.clientIP(r)
-		if err != nil {
-			s.writeErr(w, r, badForwardedFor(err))
-			return
-		}
-		if len(cfg.IPAllowlist) > 0 && !allowed(cfg.IPAllowlist, ip) {
-			s.writeErr(w, r, &apiError{status: 403, code: "not_authorized",
-				message: "this site accepts requests only from its IP allowlist"})
-			return
-		}
 		signed := body
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			signed = []byte(r.URL.RawQuery)
 		}
-		if problem := s.checkSignature(cfg, r, signed); problem != "" {
-			s.writeErr(w, r, &apiError{status: 401, code: "invalid_signature", field: "sign", message: problem})
+		siteID, cfg, err := s.merchantCredentials(r, signed)
+		ri.siteID = siteID
+		if err != nil {
+			s.writeErr(w, r, err)
 			return
 		}
 		if ok, wait := s.limiter.allow("site:"+string(siteID), cfg.RateLimit); !ok {
@@ -117,6 +90,45 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxBody{}, body)))
 	})
+}
+
+// merchantCredentials checks a merchant call's credentials against the
+// site's settings as they are now: the appKey, the caller's address
+// against the IP allowlist, then the signature over signed (the previous
+// secret counting while its overlap lasts). The site is returned once the
+// appKey is known, refused or not. The callback stream calls it again
+// while it is open, so that a stream ends when its credentials stop being
+// accepted (docs/callbacks.md).
+func (s *Server) merchantCredentials(r *http.Request, signed []byte) (ids.SiteID, *aggregates.Config, error) {
+	appKey := r.Header.Get("appKey")
+	if appKey == "" {
+		return "", nil, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "the appKey header is missing"}
+	}
+	siteID, cfg, ok := s.cfg.Ledger.SiteByAppKey(appKey)
+	if !ok && s.cfg.Ledger.CatchUpMiss(r.Context()) == nil {
+		// The site may have just been created through another
+		// gateway process. Unknown appKeys are also what a flood
+		// of bad credentials sends: the catch-up is shared and
+		// throttled, so the flood costs no store reads of its own.
+		siteID, cfg, ok = s.cfg.Ledger.SiteByAppKey(appKey)
+	}
+	if !ok {
+		return "", nil, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"}
+	}
+	// Computed for every request, so that a trusted proxy's unreadable
+	// X-Forwarded-For is refused whatever the site's settings.
+	ip, err := s.clientIP(r)
+	if err != nil {
+		return siteID, nil, badForwardedFor(err)
+	}
+	if len(cfg.IPAllowlist) > 0 && !allowed(cfg.IPAllowlist, ip) {
+		return siteID, nil, &apiError{status: 403, code: "not_authorized",
+			message: "this site accepts requests only from its IP allowlist"}
+	}
+	if problem := s.checkSignature(cfg, r, signed); problem != "" {
+		return siteID, nil, &apiError{status: 401, code: "invalid_signature", field: "sign", message: problem}
+	}
+	return siteID, cfg, nil
 }
 
 // signRule is what a valid sign header is.

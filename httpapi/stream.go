@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"gateway/callbacks"
@@ -76,13 +78,26 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 	if err := write(fmt.Appendf(nil, "id: %s\n\n", after)); err != nil {
 		return
 	}
+	site := info(r).siteID
+	// A stream is let in once but lasts: the credentials it was opened
+	// with are checked again as it goes, so that a secret rotated without
+	// overlap, an allowlist that no longer admits the caller or any other
+	// refusal a new request would get ends it (docs/callbacks.md).
+	signed := []byte(r.URL.RawQuery)
+	check := func(context.Context) error {
+		id, _, err := s.merchantCredentials(r, signed)
+		if err == nil && id != site {
+			err = &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"}
+		}
+		return err
+	}
 	beat := time.NewTicker(streamHeartbeat)
 	defer beat.Stop()
 	evc := make(chan callbacks.StreamEvent)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- callbacks.Stream(ctx, callbacks.StreamConfig{Store: s.cfg.Events, Ledger: s.cfg.Ledger, Records: s.cfg.Reader},
-			info(r).siteID, after, func(ev callbacks.StreamEvent) error {
+		errc <- callbacks.Stream(ctx, callbacks.StreamConfig{Store: s.cfg.Events, Ledger: s.cfg.Ledger, Records: s.cfg.Reader, Check: check},
+			site, after, func(ev callbacks.StreamEvent) error {
 				select {
 				case evc <- ev:
 					return nil
@@ -106,13 +121,34 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case err := <-errc:
-			if err != nil && !errors.Is(err, ctx.Err()) {
-				s.log.WarnContext(ctx, "callback stream ended", "site", info(r).siteID, "err", err)
-				_ = write(fmt.Appendf(nil, "event: error\ndata: %q\n\n", err.Error()))
+			if err != nil && ctx.Err() == nil {
+				_ = write(s.streamEnd(r, err))
 			}
 			return
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// streamEnd is the event that ends a stream on err: the error envelope a
+// request refused for it is answered (docs/callbacks.md).
+func (s *Server) streamEnd(r *http.Request, err error) []byte {
+	ae := classify(err)
+	lvl := slog.LevelInfo
+	if ae.status >= 500 {
+		lvl = slog.LevelWarn
+	}
+	ri := info(r)
+	s.log.Log(r.Context(), lvl, "callback stream ended", "site", ri.siteID, "status", ae.status, "code", ae.code, "err", err)
+	env := envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field, DocURL: DocURL(ae.code),
+		RequestID: ri.id, AppVersion: s.cfg.AppVersion, ResponseTime: strconv.FormatInt(time.Since(ri.start).Milliseconds(), 10) + "ms"}
+	b, jerr := env.appendJSON(nil)
+	if jerr != nil {
+		s.log.ErrorContext(r.Context(), "encode stream error", "err", jerr)
+		env = envelope{Status: http.StatusInternalServerError, Code: "internal", Message: "the error could not be encoded",
+			DocURL: DocURL("internal"), ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
+		b, _ = env.appendJSON(nil)
+	}
+	return fmt.Appendf(nil, "event: error\ndata: %s\n\n", b)
 }

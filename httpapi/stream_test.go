@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,4 +198,71 @@ func TestCallbackStream_lastEventIDWins(t *testing.T) {
 	requireErr(t, r, 400, "invalid_request", "Last-Event-ID")
 	_, r = s.tryStream(t, st, "after=soon", map[string]string{"Last-Event-ID": ids[1]})
 	requireErr(t, r, 400, "invalid_request", "after")
+}
+
+// requireStreamEnd asserts that the stream's next event is its last, an
+// error carrying the envelope of a request refused with status, code and
+// field.
+func requireStreamEnd(t testing.TB, ss *sseStream, status int, code, field string) {
+	t.Helper()
+	ev := ss.next()
+	require.Equal(t, "error", ev.Event, "%+v", ev)
+	var keys map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(ev.Data), &keys), "data: %s", ev.Data)
+	require.Equal(t, "null", string(keys["data"]), "data: %s", ev.Data)
+	var env resp
+	require.NoError(t, json.Unmarshal([]byte(ev.Data), &env))
+	assert.Equal(t, status, env.Status)
+	assert.Equal(t, code, env.Code)
+	assert.Equal(t, field, env.Field)
+	assert.NotEmpty(t, env.Message)
+	assert.Equal(t, "docs/errors.md#"+code, env.DocURL)
+	assert.Equal(t, ss.Header.Get("Request-Id"), env.RequestID)
+	assert.Equal(t, "test", env.AppVersion)
+	ss.ended()
+}
+
+// TestCallbackStream_endsWhenItsCredentialsAreRefused: an open stream goes
+// on only while the credentials it was opened with would let a new request
+// in: a secret rotated without overlap, or an allowlist that no longer
+// admits the caller, ends it with the refusal, before any later callback.
+func TestCallbackStream_endsWhenItsCredentialsAreRefused(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	s.seedBanks()
+
+	t.Run("secret rotated with an overlap: on", func(t *testing.T) {
+		st := s.newSite(nil, 0)
+		ss := s.openStream(t, st, "", nil)
+		ss.next()
+		r := s.opsT(t, "POST", "/ops/v1/sites/"+st.ID+"/secret", map[string]any{"overlapSeconds": 3600})
+		requireOK(t, r)
+		cur := st
+		cur.Secret = decodeAny(t, r)["secret"].(string)
+		tx := s.approvedDeposit(t, cur)
+		assert.Equal(t, s.eventID(t, st.ID, "deposit.approved.v1", tx), ss.next().ID)
+	})
+	t.Run("secret rotated without overlap: ended", func(t *testing.T) {
+		st := s.newSite(nil, 0)
+		ss := s.openStream(t, st, "", nil)
+		ss.next()
+		r := s.opsT(t, "POST", "/ops/v1/sites/"+st.ID+"/secret", map[string]any{"overlapSeconds": 0})
+		requireOK(t, r)
+		cur := st
+		cur.Secret = decodeAny(t, r)["secret"].(string)
+		s.approvedDeposit(t, cur)
+		requireStreamEnd(t, ss, 401, "invalid_signature", "sign")
+	})
+	t.Run("allowlist that no longer admits the caller: ended", func(t *testing.T) {
+		const office, shop = "198.51.100.7", "203.0.113.9"
+		st := s.newSite(map[string]any{"ipAllowlist": []string{"198.51.100.0/24", "203.0.113.0/24"}}, 0)
+		ss := s.openStream(t, st, "", map[string]string{"X-Forwarded-For": office})
+		ss.next()
+		requireOK(t, s.opsT(t, "PATCH", "/ops/v1/sites/"+st.ID, map[string]any{"ipAllowlist": []string{"203.0.113.0/24"}}))
+		body := depositForm("ZAINCASH", "al-1", "u1", 5000).Encode()
+		tx := rec(t, s.send(t, http.MethodPost, pathDeposit, body, map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+			"appKey": st.AppKey, "sign": sign(st.Secret, []byte(body)), "X-Forwarded-For": shop})).TransactionID
+		requireOK(t, s.opsT(t, "POST", "/ops/v1/deposits/"+tx+"/approve", nil))
+		requireStreamEnd(t, ss, 403, "not_authorized", "")
+	})
 }
