@@ -1,10 +1,12 @@
 // Package client is the Go client of the gateway's merchant API
 // (docs/merchant-api.md): it signs every call with the site's secret,
 // sends typed requests, returns typed records, checks each record's
-// response hash, turns error answers into *Error values, and repeats a
-// creation safely (with the same processId) when the network or the
-// gateway fails. It also verifies and decodes the gateway's callbacks
-// (webhook.go), and follows them without a public URL (Callbacks).
+// response hash, turns the gateway's refusals into *Error values and calls
+// whose outcome is not known (no answer, or an answer that is not the
+// gateway's) into *NetworkError values, and repeats a creation safely
+// (with the same processId) when the network or the gateway fails. It
+// also verifies and decodes the gateway's callbacks (webhook.go), and
+// follows them without a public URL (Callbacks).
 //
 //	c := client.New("https://pay.example", appKey, secret)
 //	d, err := c.CreateDeposit(ctx, client.DepositRequest{BankID: "ZAINCASH", ProcessID: "order-1001",
@@ -110,8 +112,9 @@ func (r WithdrawalRequest) form() url.Values {
 
 // CreateDeposit creates a deposit, or returns the one already created with
 // its processId, or the end user's pending one (AlreadyPending). On a
-// network error, a 503 or an unknown outcome it tries again with the same
-// processId, which the gateway never records twice.
+// network error, an answer that is not the gateway's (a proxy's error page,
+// an answer cut short), a 503 or an unknown outcome it tries again with the
+// same processId, which the gateway never records twice.
 func (c *Client) CreateDeposit(ctx context.Context, r DepositRequest) (*Transaction, error) {
 	return c.create(ctx, "/v1/transactions/deposit", r.form())
 }
@@ -146,8 +149,9 @@ func (c *Client) create(ctx context.Context, path string, form url.Values) (*Tra
 }
 
 // retryable reports whether a creation may be sent again: it failed on
-// the way (the network), or the gateway recorded nothing (503, 429) or
-// does not know whether it did (504); wait is the answer's Retry-After.
+// the way (the network, or an answer that is not the gateway's), or the
+// gateway recorded nothing (503, 429) or does not know whether it did
+// (504); wait is the answer's Retry-After.
 func retryable(err error) (time.Duration, bool) {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -366,10 +370,11 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		var env struct{ Code, Message, Field, DocURL, RequestID string }
-		_ = json.Unmarshal(raw, &env)
-		return &Error{Status: res.StatusCode, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL, RequestID: env.RequestID}
+		raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		if err != nil {
+			return &NetworkError{Op: "GET " + path, Status: res.StatusCode, Err: err}
+		}
+		return decodeAnswer("GET "+path, res, raw, nil)
 	}
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
@@ -474,7 +479,19 @@ func (c *Client) call(ctx context.Context, method, pathQuery, body string, out a
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
 	if err != nil {
-		return &NetworkError{Op: method + " " + pathQuery, Err: err}
+		return &NetworkError{Op: method + " " + pathQuery, Status: res.StatusCode, Err: err}
+	}
+	return decodeAnswer(method+" "+pathQuery, res, raw, out)
+}
+
+// decodeAnswer decodes a 200 answer's data into out, and turns a refusal
+// into an *Error. Only the gateway's envelope is either: anything else (a
+// proxy's error page, an answer cut short, data that does not decode) says
+// nothing of what the gateway did, so it is a *NetworkError like a lost
+// answer, and a creation is repeated.
+func decodeAnswer(op string, res *http.Response, raw []byte, out any) error {
+	unreadable := func(why error) error {
+		return &NetworkError{Op: op, Status: res.StatusCode, Err: fmt.Errorf("%w: %w", ErrUnreadableAnswer, why)}
 	}
 	var env struct {
 		Data      json.RawMessage `json:"data"`
@@ -485,23 +502,31 @@ func (c *Client) call(ctx context.Context, method, pathQuery, body string, out a
 		RequestID string          `json:"requestId"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return &Error{Status: res.StatusCode, Code: "unreadable_answer", Message: fmt.Sprintf("%s %s: the answer is not the gateway's JSON: %v", method, pathQuery, err)}
+		return unreadable(err)
 	}
 	if res.StatusCode != http.StatusOK {
+		if env.Code == "" {
+			return unreadable(errors.New("an error without a code"))
+		}
 		e := &Error{Status: res.StatusCode, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL, RequestID: env.RequestID}
 		if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
 			e.RetryAfter = time.Duration(s) * time.Second
 		}
 		return e
 	}
+	if len(env.Data) == 0 || string(env.Data) == "null" {
+		return unreadable(errors.New("no data"))
+	}
 	if err := json.Unmarshal(env.Data, out); err != nil {
-		return fmt.Errorf("%s %s: decode the answer: %w", method, pathQuery, err)
+		return unreadable(fmt.Errorf("decode the data: %w", err))
 	}
 	return nil
 }
 
 // Error is the gateway's refusal: the HTTP status, the error code
 // (docs/errors.md), the message, the field to blame and the request's id.
+// Only an answer in the gateway's envelope is an *Error; any other (a
+// proxy's error page, say) is a *NetworkError.
 type Error struct {
 	Status    int
 	Code      string
@@ -541,12 +566,29 @@ func Code(err error) string {
 	return ""
 }
 
-// NetworkError is a call that got no answer: whether the gateway received
-// it is not known (a creation is then safe to repeat).
+// NetworkError is a call whose outcome is not known: it got no answer, or
+// an answer that is not the gateway's (Err wraps ErrUnreadableAnswer then).
+// Whether the gateway carried it out is not known: a creation is safe to
+// repeat with the same processId, which CreateDeposit and CreateWithdrawal
+// do before they return one; look the transaction up by its processId, or
+// repeat the creation later.
 type NetworkError struct {
-	Op  string
-	Err error
+	Op string
+	// Status is the HTTP status of an answer that is not the gateway's (0
+	// when no answer came).
+	Status int
+	Err    error
 }
 
-func (e *NetworkError) Error() string { return "gateway: " + e.Op + ": " + e.Err.Error() }
+// ErrUnreadableAnswer is wrapped by the *NetworkError of a call answered
+// with something other than the gateway's envelope: a proxy's error page,
+// an answer cut short, data that does not decode.
+var ErrUnreadableAnswer = errors.New("the answer is not the gateway's")
+
+func (e *NetworkError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("gateway: %s: HTTP %d: %v", e.Op, e.Status, e.Err)
+	}
+	return "gateway: " + e.Op + ": " + e.Err.Error()
+}
 func (e *NetworkError) Unwrap() error { return e.Err }

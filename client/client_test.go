@@ -228,6 +228,92 @@ func TestClient_retries(t *testing.T) {
 	assert.Equal(t, int32(1), n.Load())
 }
 
+// An answer that is not the gateway's envelope (a proxy's 502 page after
+// the gateway stored the creation, a 200 cut short, an envelope whose data
+// does not decode, a proxy's own JSON) says nothing of the outcome: it is a
+// *NetworkError, never the gateway's refusal, and a creation is repeated
+// with its processId, which finds the one transaction stored.
+func TestClient_unreadableAnswers(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	site := g.NewSite(nil, 0)
+	target, err := url.Parse(g.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mode atomic.Value
+	mode.Store("")
+	var n atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := mode.Load().(string)
+		if n.Add(1) > 1 && !strings.HasPrefix(m, "always ") {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		proxy.ServeHTTP(rec, r) // the gateway carries it out
+		switch strings.TrimPrefix(m, "always ") {
+		case "502 page":
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+		case "200 cut short":
+			conn, bw, err := w.(http.Hijacker).Hijack()
+			require.NoError(t, err)
+			_, _ = bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+			_, _ = bw.Write(rec.Body.Bytes()[:20])
+			_ = bw.Flush()
+			_ = conn.Close()
+		case "200 data that does not decode":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"data":"approved","status":200}`)
+		case "502 proxy JSON":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, `{"error":"upstream reset"}`)
+		}
+	}))
+	t.Cleanup(front.Close)
+	c := client.New(front.URL, site.AppKey, site.Secret, client.WithRetries(4, time.Millisecond))
+	direct := client.New(g.URL, site.AppKey, site.Secret)
+	ctx := context.Background()
+
+	for i, m := range []string{"502 page", "200 cut short", "200 data that does not decode", "502 proxy JSON"} {
+		t.Run(m, func(t *testing.T) {
+			mode.Store(m)
+			n.Store(0)
+			pid := "un-" + strconv.Itoa(i)
+			d, err := c.CreateDeposit(ctx, deposit(pid, "u"+strconv.Itoa(i), 25000))
+			require.NoError(t, err)
+			assert.Equal(t, int32(2), n.Load(), "tried again")
+			stored, err := direct.TransactionByProcessID(ctx, pid)
+			require.NoError(t, err)
+			assert.Equal(t, stored.TransactionID, d.TransactionID, "the one stored")
+
+			mode.Store("always " + m)
+			_, err = c.Balance(ctx)
+			var ne *client.NetworkError
+			require.ErrorAs(t, err, &ne)
+			assert.ErrorIs(t, err, client.ErrUnreadableAnswer)
+			assert.NotEqual(t, 0, ne.Status)
+			var e *client.Error
+			assert.False(t, errors.As(err, &e), "not the gateway's refusal: %v", err)
+			assert.Empty(t, client.Code(err))
+		})
+	}
+
+	// Out of tries: the outcome is still unknown.
+	mode.Store("always 502 page")
+	n.Store(0)
+	_, err = c.CreateDeposit(ctx, deposit("un-9", "u9", 25000))
+	var ne *client.NetworkError
+	require.ErrorAs(t, err, &ne)
+	assert.ErrorIs(t, err, client.ErrUnreadableAnswer)
+	assert.Equal(t, http.StatusBadGateway, ne.Status)
+	assert.Equal(t, int32(4), n.Load())
+	stored, err := direct.TransactionByProcessID(ctx, "un-9")
+	require.NoError(t, err)
+	assert.Equal(t, "un-9", stored.ProcessID, "stored once, though never read back")
+}
+
 // A record whose hash is not the site's is refused, with the record.
 func TestClient_badHash(t *testing.T) {
 	const secret = "s3cret"

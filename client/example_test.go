@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -23,10 +24,18 @@ func ExampleClient_CreateDeposit() {
 	c := client.New("http://127.0.0.1:8080", "ak_demo", "demo-secret")
 	d, err := c.CreateDeposit(context.Background(), client.DepositRequest{BankID: "ZAINCASH", ProcessID: "order-1001",
 		Amount: 25000, UserID: "u-42", UserName: "ali_k", Name: "Ali Kareem"})
-	switch client.Code(err) {
-	case "":
-	case "unknown_bank", "amount_out_of_range":
+	var unknown *client.NetworkError
+	switch {
+	case err == nil:
+	case client.Code(err) == "unknown_bank", client.Code(err) == "amount_out_of_range":
 		log.Printf("ask the user for another method: %v", err)
+		return
+	case errors.As(err, &unknown), client.Code(err) == "outcome_unknown", client.Code(err) == "unavailable":
+		// Every try failed on the way, came back unreadable (a proxy's
+		// error page) or found the gateway unavailable: the deposit may
+		// exist or not. The same call later, with the same processId,
+		// returns it or creates it, once.
+		log.Printf("repeat order-1001 later: %v", err)
 		return
 	default:
 		log.Fatal(err)
