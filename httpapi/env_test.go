@@ -89,6 +89,9 @@ type stackOptions struct {
 	// metrics and metricsHandler are httpapi.Config's.
 	metrics        httpapi.Metrics
 	metricsHandler http.Handler
+	// streams and streamsPerSite are httpapi.Config's Streams and
+	// StreamsPerSite.
+	streams, streamsPerSite int
 }
 
 // countingStore is the real store, counting its reads (n) and failing
@@ -161,7 +164,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	}
 	cfg := httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
 		AppVersion: "test", StoreReady: store.Ping, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow,
-		Metrics: o.metrics, MetricsHandler: o.metricsHandler, Events: store}
+		Metrics: o.metrics, MetricsHandler: o.metricsHandler, Events: store, Streams: o.streams, StreamsPerSite: o.streamsPerSite}
 	if st.Callbacks != nil {
 		// Not a nil *Dispatcher in the interface: no dispatcher, no routes.
 		cfg.Callbacks = st.Callbacks

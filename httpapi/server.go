@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"gateway/callbacks"
+	"gateway/ids"
 	"gateway/ledger"
 	"gateway/records"
 )
@@ -44,6 +45,13 @@ type Config struct {
 	// Events is the event store, which GET /v1/callbacks/stream reads
 	// (nil: the stream answers 503).
 	Events callbacks.Store
+	// StreamsPerSite bounds the callback streams one site has open in
+	// this process at once: 0 means DefaultStreamsPerSite, negative means
+	// no limit.
+	StreamsPerSite int
+	// Streams bounds the callback streams this process serves at once:
+	// 0 means DefaultStreams, negative means no limit.
+	Streams int
 	// Logger receives the server's logs; every line about a request
 	// carries its requestId.
 	Logger *slog.Logger
@@ -60,6 +68,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	limiter *limiter
+	streams streamSlots
 	router  chi.Router
 	// adminHash is the SHA-256 of the bootstrap admin token.
 	adminHash [32]byte
@@ -77,6 +86,16 @@ const MaxBody = 16 << 10
 // NAT address, hence well above one person's need.
 const DefaultHostedRateLimit = 20
 
+// Each open callback stream holds a connection, a goroutine and a poll of
+// the event store every half second for as long as its client stays: a
+// site needs one or two (a follower and a spare), and a process must keep
+// room for its requests (docs/callbacks.md "Following callbacks without a
+// public URL").
+const (
+	DefaultStreamsPerSite = 4
+	DefaultStreams        = 256
+)
+
 // New builds the server's routes.
 func New(cfg Config) *Server {
 	if cfg.Logger == nil {
@@ -91,6 +110,12 @@ func New(cfg Config) *Server {
 	if cfg.HostedRateLimit == 0 {
 		cfg.HostedRateLimit = DefaultHostedRateLimit
 	}
+	if cfg.StreamsPerSite == 0 {
+		cfg.StreamsPerSite = DefaultStreamsPerSite
+	}
+	if cfg.Streams == 0 {
+		cfg.Streams = DefaultStreams
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -98,7 +123,7 @@ func New(cfg Config) *Server {
 		cfg.Metrics = nopMetrics{}
 	}
 	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now),
-		adminHash: sha256.Sum256([]byte(cfg.AdminToken))}
+		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), streams: streamSlots{bySite: map[ids.SiteID]int{}}}
 	s.merchantPaths = chi.NewRouter()
 	s.merchantEndpoints(s.merchantPaths)
 	r := chi.NewRouter()

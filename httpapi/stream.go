@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"gateway/callbacks"
+	"gateway/ids"
 )
 
 // callbackStreamPath is the merchant's stream of its callbacks.
@@ -49,6 +51,12 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 		}
 		after = p.v
 	}
+	release, err := s.streams.take(info(r).siteID, s.cfg.StreamsPerSite, s.cfg.Streams)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	defer release()
 	ctx := r.Context()
 	if after == "" {
 		// The position is read before the answer starts and is its first
@@ -151,4 +159,43 @@ func (s *Server) streamEnd(r *http.Request, err error) []byte {
 		b, _ = env.appendJSON(nil)
 	}
 	return fmt.Appendf(nil, "event: error\ndata: %s\n\n", b)
+}
+
+// streamSlots counts the callback streams open in this process, per site
+// and in all.
+type streamSlots struct {
+	mu     sync.Mutex
+	total  int
+	bySite map[ids.SiteID]int
+}
+
+// streamRetryAfter is the Retry-After of a stream refused for want of a
+// slot, in seconds: a slot frees only when some stream ends, so coming
+// back at once would most likely be refused again.
+const streamRetryAfter = 15
+
+// take holds a slot for a stream of site until release, or refuses it:
+// 429 when the site has perSite streams open (its own doing), 503 when the
+// process serves total (a limit below 1 is none).
+func (sl *streamSlots) take(site ids.SiteID, perSite, total int) (release func(), err error) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if perSite > 0 && sl.bySite[site] >= perSite {
+		return nil, &apiError{status: 429, code: "rate_limited", retryAfter: streamRetryAfter,
+			message: fmt.Sprintf("the site already has %d callback streams open on this gateway process, the most it may; close one", perSite)}
+	}
+	if total > 0 && sl.total >= total {
+		return nil, &apiError{status: 503, code: "unavailable", retryAfter: streamRetryAfter,
+			message: "this gateway process serves as many callback streams as it may; try again later"}
+	}
+	sl.bySite[site]++
+	sl.total++
+	return func() {
+		sl.mu.Lock()
+		defer sl.mu.Unlock()
+		sl.total--
+		if sl.bySite[site]--; sl.bySite[site] == 0 {
+			delete(sl.bySite, site)
+		}
+	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/httpapi"
 	"gateway/internal/testkit"
 )
 
@@ -265,4 +266,37 @@ func TestCallbackStream_endsWhenItsCredentialsAreRefused(t *testing.T) {
 		requireOK(t, s.opsT(t, "POST", "/ops/v1/deposits/"+tx+"/approve", nil))
 		requireStreamEnd(t, ss, 403, "not_authorized", "")
 	})
+}
+
+// TestCallbackStream_bounded: a site has at most DefaultStreamsPerSite
+// streams open in a process (then 429 rate_limited), a process serves at
+// most Config.Streams (then 503 unavailable), and a stream that ends gives
+// its slot back.
+func TestCallbackStream_bounded(t *testing.T) {
+	e := newEnv(t)
+	e.log.ExpectErrors("serves as many callback streams as it may")
+	s := e.newStack(stackOptions{streams: httpapi.DefaultStreamsPerSite + 2})
+	a, b, c := s.newSite(nil, 0), s.newSite(nil, 0), s.newSite(nil, 0)
+	var open []*sseStream
+	for range httpapi.DefaultStreamsPerSite {
+		ss := s.openStream(t, a, "", nil)
+		ss.next()
+		open = append(open, ss)
+	}
+	_, r := s.tryStream(t, a, "", nil)
+	requireErr(t, r, 429, "rate_limited", "")
+	assert.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	for range 2 {
+		s.openStream(t, b, "", nil).next()
+	}
+	_, r = s.tryStream(t, c, "", nil)
+	requireErr(t, r, 503, "unavailable", "")
+	assert.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	open[0].close()
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		ss, _ := s.tryStream(t, a, "", nil)
+		return ss != nil
+	}, "the slot of the stream that ended is free again")
 }
