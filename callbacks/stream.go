@@ -38,6 +38,12 @@ type StreamConfig struct {
 	// stream outlives the moment its reader was let in: Check is where it
 	// is let in again (the merchant's credentials, still accepted).
 	Check func(ctx context.Context) error
+	// Applied, when set, returns the stream sequence of the last message
+	// of a site that the ledger has applied. The stream then reads the
+	// store only once there is a message of its site it has not read:
+	// every read makes the store create a consumer, which an idle stream
+	// would otherwise do every Poll.
+	Applied func(ids.SiteID) uint64
 }
 
 // Head returns the stream's end as a position in webhook-id form: Stream
@@ -99,31 +105,36 @@ func Stream(ctx context.Context, cfg StreamConfig, site ids.SiteID, after string
 		if err := check(); err != nil {
 			return err
 		}
-		err := cfg.Store.Read(ctx, subj, next.seq, func(m events.Msg) error {
-			evs, err := events.Decode(m.Data)
-			if err != nil {
-				return fmt.Errorf("message %d: %w", m.Seq, err)
-			}
-			for i, e := range evs {
-				if m.Seq == next.seq && i < next.idx || callbackType(e) == "" {
-					continue
-				}
-				ev, err := streamEvent(ctx, cfg, site, m.Seq, i, e)
+		// Without a message of the site that it has not read, the store
+		// is not asked: the ledger applies a message before it is
+		// streamed anyway (streamEvent).
+		if cfg.Applied == nil || cfg.Applied(site) >= next.seq {
+			err := cfg.Store.Read(ctx, subj, next.seq, func(m events.Msg) error {
+				evs, err := events.Decode(m.Data)
 				if err != nil {
-					return err
+					return fmt.Errorf("message %d: %w", m.Seq, err)
 				}
-				if err := check(); err != nil {
-					return err
+				for i, e := range evs {
+					if m.Seq == next.seq && i < next.idx || callbackType(e) == "" {
+						continue
+					}
+					ev, err := streamEvent(ctx, cfg, site, m.Seq, i, e)
+					if err != nil {
+						return err
+					}
+					if err := check(); err != nil {
+						return err
+					}
+					if err := fn(ev); err != nil {
+						return err
+					}
 				}
-				if err := fn(ev); err != nil {
-					return err
-				}
+				next = key{seq: m.Seq + 1}
+				return nil
+			})
+			if err != nil && !errors.Is(err, events.ErrNotFound) {
+				return err
 			}
-			next = key{seq: m.Seq + 1}
-			return nil
-		})
-		if err != nil && !errors.Is(err, events.ErrNotFound) {
-			return err
 		}
 		select {
 		case <-ctx.Done():

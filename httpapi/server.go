@@ -86,11 +86,11 @@ const MaxBody = 16 << 10
 // NAT address, hence well above one person's need.
 const DefaultHostedRateLimit = 20
 
-// Each open callback stream holds a connection, a goroutine and a poll of
-// the event store every half second for as long as its client stays: a
-// site needs one or two (a follower and a spare), and a process must keep
-// room for its requests (docs/callbacks.md "Following callbacks without a
-// public URL").
+// Each open callback stream holds a connection and a goroutine for as long
+// as its client stays, and reads the event store whenever its site stores
+// something: a site needs one or two (a follower and a spare), and a
+// process must keep room for its requests (docs/callbacks.md "Following
+// callbacks without a public URL").
 const (
 	DefaultStreamsPerSite = 4
 	DefaultStreams        = 256

@@ -104,7 +104,8 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 	evc := make(chan callbacks.StreamEvent)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- callbacks.Stream(ctx, callbacks.StreamConfig{Store: s.cfg.Events, Ledger: s.cfg.Ledger, Records: s.cfg.Reader, Check: check},
+		errc <- callbacks.Stream(ctx, callbacks.StreamConfig{Store: s.cfg.Events, Ledger: s.cfg.Ledger, Records: s.cfg.Reader,
+			Check: check, Applied: s.cfg.Ledger.SiteApplied},
 			site, after, func(ev callbacks.StreamEvent) error {
 				select {
 				case evc <- ev:

@@ -46,6 +46,17 @@ func (l *Ledger) SiteConfig(siteID ids.SiteID) (*aggregates.Config, bool) {
 	return cfg, cfg != nil
 }
 
+// SiteApplied returns the stream sequence of the last message of a site
+// that this process's state has applied, without locking it (0 for a site
+// it does not know).
+func (l *Ledger) SiteApplied(siteID ids.SiteID) uint64 {
+	e := l.lookup(siteID)
+	if e == nil {
+		return 0
+	}
+	return e.applied.Load()
+}
+
 // SiteIDs returns the ids of all created sites, sorted.
 func (l *Ledger) SiteIDs() []ids.SiteID {
 	l.mu.RLock()

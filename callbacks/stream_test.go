@@ -1,0 +1,83 @@
+package callbacks
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events"
+	"gateway/events/jsstore"
+	"gateway/internal/testkit"
+)
+
+// readCounting is the real store, counting its reads.
+type readCounting struct {
+	*jsstore.Store
+	reads atomic.Int64
+}
+
+func (s *readCounting) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
+	s.reads.Add(1)
+	return s.Store.Read(ctx, filter, from, fn)
+}
+
+// TestStream_idleReadsNothing: a stream whose site stores nothing does not
+// read the store, whatever other sites store, and reads it once its site
+// has something to stream.
+func TestStream_idleReadsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.createSite("s1", "")
+	f.createSite("s2", "")
+	store := &readCounting{Store: f.store}
+	polls := make(chan struct{}, 64)
+	cfg := StreamConfig{Store: store, Ledger: f.led, Records: f.reader, Poll: time.Millisecond, Applied: f.led.SiteApplied,
+		Check: func(context.Context) error {
+			select {
+			case polls <- struct{}{}:
+			default:
+			}
+			return nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	after, err := Head(ctx, store)
+	require.NoError(t, err)
+	got := make(chan StreamEvent, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- Stream(ctx, cfg, "s1", after, func(ev StreamEvent) error { got <- ev; return nil })
+	}()
+	waitPolls := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-polls:
+			case <-time.After(testkit.WaitFor):
+				t.Fatal("the stream does not poll")
+			}
+		}
+	}
+	waitPolls(3)
+	other := f.deposit("s2", 1000)
+	seq := f.append("s2", ev(&events.DepositApproved{TxID: other, Amount: 1000, Requested: 1000}, time.Now()))
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return f.led.SiteApplied("s2") >= seq }, "s2 applied")
+	waitPolls(3)
+	assert.Zero(t, store.reads.Load(), "reads of an idle stream")
+
+	tx := f.deposit("s1", 2000)
+	seq = f.append("s1", ev(&events.DepositApproved{TxID: tx, Amount: 2000, Requested: 2000}, time.Now()))
+	select {
+	case e := <-got:
+		assert.Equal(t, WebhookID(seq, 0), e.ID)
+		assert.Equal(t, "deposit.approved", e.Type)
+	case <-time.After(testkit.WaitFor):
+		t.Fatal("the site's callback was not streamed")
+	}
+	assert.NotZero(t, store.reads.Load())
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+}
