@@ -349,14 +349,14 @@ func (e *callbackError) Error() string { return e.err.Error() }
 // stream reads one connection of the stream, moving *after on; connected
 // is called once, when the connection's first event (its position) came.
 func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent) error, connected func()) error {
-	q := ""
+	// ts is signed with the query: the gateway refuses a stream request
+	// signed more than 5 minutes away from its clock (docs/callbacks.md).
+	v := url.Values{"ts": {strconv.FormatInt(time.Now().Unix(), 10)}}
 	if *after != "" {
-		q = url.Values{"after": {*after}}.Encode()
+		v.Set("after", *after)
 	}
-	path := "/v1/callbacks/stream"
-	if q != "" {
-		path += "?" + q
-	}
+	q := v.Encode()
+	path := "/v1/callbacks/stream?" + q
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return err

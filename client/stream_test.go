@@ -29,7 +29,7 @@ type streamFront struct {
 
 // frontConn is one connection of the stream through a streamFront.
 type frontConn struct {
-	query string
+	query url.Values
 	step  chan string
 	// cut breaks the connection.
 	cut context.CancelFunc
@@ -57,7 +57,7 @@ func newStreamFront(t *testing.T, gatewayURL string) *streamFront {
 		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		c := &frontConn{query: r.URL.RawQuery, step: make(chan string, 1), cut: cancel}
+		c := &frontConn{query: r.URL.Query(), step: make(chan string, 1), cut: cancel}
 		mu.Lock()
 		held = append(held, c)
 		mu.Unlock()
@@ -134,14 +134,15 @@ func TestClient_callbacksResumeFromTheFirstPosition(t *testing.T) {
 	}()
 
 	first := front.next(t)
-	assert.Empty(t, first.query, "from now on")
+	assert.Empty(t, first.query.Get("after"), "from now on")
+	assert.NotEmpty(t, first.query.Get("ts"), "signed with its time")
 	first.pass()
 	position := receive(t, connected, "position from the first connection")
 	require.Regexp(t, `^[1-9][0-9]*-65536$`, position, "after everything stored up to here")
 	first.cut()
 
 	second := front.next(t)
-	assert.Equal(t, url.Values{"after": {position}}.Encode(), second.query, "the reconnection resumes at the first position")
+	assert.Equal(t, position, second.query.Get("after"), "the reconnection resumes at the first position")
 	lost, err := direct.CreateDeposit(ctx, deposit("gap-1", "u1", 25000))
 	require.NoError(t, err)
 	g.Approve(lost.TransactionID, 0)

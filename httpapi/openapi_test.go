@@ -268,7 +268,7 @@ func TestOpenAPI_merchant(t *testing.T) {
 		{"GET", "/v1/transactions", "processId=oa-1", nil},
 		{"GET", "/v1/transactions/" + created.Data.TransactionID, "", nil},
 		{"GET", "/v1/balance", "", nil},
-		{"GET", "/v1/callbacks/stream", "", nil},
+		{"GET", "/v1/callbacks/stream", withTs(""), nil},
 	}
 	calls = append(calls, sandboxCalls...)
 	for _, c := range calls {
@@ -300,9 +300,11 @@ func TestOpenAPI_merchant(t *testing.T) {
 
 	// The callback stream: a refusal is an envelope; an answer is a
 	// stream that does not end, checked by its head.
-	sp.check(t, signed(st, "GET", "/v1/callbacks/stream", nil, "after=abc"), false, 400)
+	sp.check(t, signed(st, "GET", "/v1/callbacks/stream", nil, withTs("after=abc")), false, 400)
+	sp.check(t, signed(st, "GET", "/v1/callbacks/stream", nil, ""), false, 400)
+	sp.check(t, signed(st, "GET", "/v1/callbacks/stream", nil, "ts=1"), false, 401)
 	sctx, scancel := context.WithCancel(context.Background())
-	res, err := http.DefaultClient.Do(signed(st, "GET", "/v1/callbacks/stream", nil, "").WithContext(sctx))
+	res, err := http.DefaultClient.Do(signed(st, "GET", "/v1/callbacks/stream", nil, withTs("")).WithContext(sctx))
 	require.NoError(t, err)
 	require.Equal(t, 200, res.StatusCode)
 	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))

@@ -17,6 +17,31 @@ import (
 // callbackStreamPath is the merchant's stream of its callbacks.
 const callbackStreamPath = "/v1/callbacks/stream"
 
+// streamTsSkew is how far a stream request's signed ts may be from the
+// gateway's clock.
+const streamTsSkew = 5 * time.Minute
+
+// fresh checks a stream request's ts, the Unix time in seconds it was
+// signed at. A GET's signature covers its query only, and without a
+// query it never changes: whoever once saw one (a proxy's log, another
+// GET of the site) could open the stream, and the history it replays,
+// for as long as the secret lasts. A signed time bounds that to minutes.
+func (s *Server) fresh(ts string) error {
+	const how = "ts is required: the Unix time in seconds, in the signed query, within 5 minutes of the gateway's clock"
+	if ts == "" {
+		return errBad("invalid_request", "ts", how)
+	}
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || n <= 0 {
+		return errBad("invalid_request", "ts", how)
+	}
+	if d := s.cfg.Ledger.Now().Sub(time.Unix(n, 0)); d > streamTsSkew || d < -streamTsSkew {
+		return &apiError{status: 401, code: "invalid_signature", field: "ts",
+			message: fmt.Sprintf("ts is %s from the gateway's clock (at most 5m): sign the request again with the current time", d.Round(time.Second).Abs())}
+	}
+	return nil
+}
+
 // streamHeartbeat is how often an idle stream sends a comment, so that
 // proxies and the client see it alive.
 const streamHeartbeat = 15 * time.Second
@@ -28,8 +53,12 @@ const streamHeartbeat = 15 * time.Second
 // SSE id. It is how `merchant listen` forwards callbacks to a machine
 // without a public URL (docs/callbacks.md).
 func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "after")
+	q, err := queryParams(r, "after", "ts")
 	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if err := s.fresh(q.Get("ts")); err != nil {
 		s.writeErr(w, r, err)
 		return
 	}

@@ -40,14 +40,30 @@ func (s *stack) openStream(t testing.TB, st site, query string, hdr map[string]s
 	return ss
 }
 
+// withTs adds the signed time a stream request needs to query, unless it
+// has one.
+func withTs(query string) string {
+	if strings.Contains(query, "ts=") {
+		return query
+	}
+	ts := "ts=" + strconv.FormatInt(time.Now().Unix(), 10)
+	if query == "" {
+		return ts
+	}
+	return query + "&" + ts
+}
+
 // tryStream opens the site's callback stream: the stream when answered
 // 200, otherwise the refusal.
 func (s *stack) tryStream(t testing.TB, st site, query string, hdr map[string]string) (*sseStream, resp) {
 	t.Helper()
-	u := s.URL + "/v1/callbacks/stream"
-	if query != "" {
-		u += "?" + query
-	}
+	return s.tryStreamAsIs(t, st, withTs(query), hdr)
+}
+
+// tryStreamAsIs is tryStream with the query as given, ts or none.
+func (s *stack) tryStreamAsIs(t testing.TB, st site, query string, hdr map[string]string) (*sseStream, resp) {
+	t.Helper()
+	u := s.URL + "/v1/callbacks/stream?" + query
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	require.NoError(t, err)
@@ -299,4 +315,35 @@ func TestCallbackStream_bounded(t *testing.T) {
 		ss, _ := s.tryStream(t, a, "", nil)
 		return ss != nil
 	}, "the slot of the stream that ended is free again")
+}
+
+// TestCallbackStream_signedTime: a stream request carries the time it was
+// signed at in its signed query, and one signed more than 5 minutes away
+// is refused, so a signature seen once (that of a GET without a query,
+// say) cannot open the stream and replay its history later.
+func TestCallbackStream_signedTime(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{noRun: true}})
+	s.seedBanks()
+	st := s.newSite(nil, 100_000)
+	at := func(d time.Duration) string { return "ts=" + strconv.FormatInt(time.Now().Add(d).Unix(), 10) }
+	for _, c := range []struct {
+		name, query string
+		status      int
+		code, field string
+	}{
+		{"no ts: the signature of any GET without a query", "", 400, "invalid_request", "ts"},
+		{"only after", "after=1-0", 400, "invalid_request", "ts"},
+		{"not a number", "ts=soon", 400, "invalid_request", "ts"},
+		{"signed ten minutes ago", at(-10 * time.Minute), 401, "invalid_signature", "ts"},
+		{"signed for ten minutes on", at(10 * time.Minute), 401, "invalid_signature", "ts"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ss, r := s.tryStreamAsIs(t, st, c.query, nil)
+			require.Nil(t, ss)
+			requireErr(t, r, c.status, c.code, c.field)
+		})
+	}
+	ss := s.openStream(t, st, at(-4*time.Minute), nil)
+	require.NotNil(t, ss, "four minutes is within the bound")
 }
