@@ -121,15 +121,22 @@ func TestSandbox_actionTexts(t *testing.T) {
 		requireErr(t, s.post(sb, "/v1/sandbox/withdrawals/"+w.TransactionID+"/reject", url.Values{"reason": {v}}), 400, "invalid_request", "reason")
 		requireErr(t, s.post(sb, "/v1/sandbox/withdrawals/"+w.TransactionID+"/pay", url.Values{"reference": {v}}), 400, "invalid_request", "reference")
 	}
+	require.Equal(t, before, s.eventCount(t, sb.ID))
+	// The same texts from an operator, on a live site's transactions.
+	live := s.newSite(nil, 1_000_000)
+	ld := rec(t, s.post(live, pathDeposit, depositForm("ZAINCASH", "at-3", "u3", 25000)))
+	lw := rec(t, s.post(live, pathWithdraw, withdrawForm("ZAINCASH", "at-4", "u4", 10000, "07712345678")))
+	requireOK(t, s.ops("POST", "/ops/v1/withdrawals/"+lw.TransactionID+"/process", map[string]any{}))
+	liveBefore := s.eventCount(t, live.ID)
 	for _, c := range []struct{ path, body, field string }{
-		{"/ops/v1/deposits/" + d.TransactionID + "/reject", `{"reason":"a\u0000b"}`, "reason"},
-		{"/ops/v1/withdrawals/" + w.TransactionID + "/reject", `{"reason":"\u001b[2J"}`, "reason"},
-		{"/ops/v1/withdrawals/" + w.TransactionID + "/pay", `{"reference":"R\u0007"}`, "reference"},
+		{"/ops/v1/deposits/" + ld.TransactionID + "/reject", `{"reason":"a\u0000b"}`, "reason"},
+		{"/ops/v1/withdrawals/" + lw.TransactionID + "/reject", `{"reason":"\u001b[2J"}`, "reason"},
+		{"/ops/v1/withdrawals/" + lw.TransactionID + "/pay", `{"reference":"R\u0007"}`, "reference"},
 	} {
 		r := s.send(t, "POST", c.path, c.body, map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
 		requireErr(t, r, 400, "invalid_request", c.field)
 	}
-	require.Equal(t, before, s.eventCount(t, sb.ID))
+	require.Equal(t, liveBefore, s.eventCount(t, live.ID))
 	require.Equal(t, "pending", rec(t, s.get(sb, "/v1/transactions/"+d.TransactionID, "")).Status)
 	require.Equal(t, "processing", rec(t, s.get(sb, "/v1/transactions/"+w.TransactionID, "")).Status)
 }
