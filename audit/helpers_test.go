@@ -162,8 +162,12 @@ func handSite(t *testing.T, e *env, id string, sandbox bool, now time.Time) (s *
 	w := decideAppend(t, e, s, aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: "w1", Amount: 3000, UserID: "u2",
 		UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}, AccountName: "Ali", IBAN: "07701234567"}, now, events.ActorMerchant)
 	paid = txIDOf(s.ID, w.Tx)
-	decideAppend(t, e, s, aggregates.ProcessWithdrawal{TxID: ids.TxID(paid)}, now, "admin")
-	decideAppend(t, e, s, aggregates.PayWithdrawal{TxID: ids.TxID(paid), Reference: "ref"}, now, "admin")
+	mover := "admin"
+	if sandbox {
+		mover = events.ActorMerchant // a sandbox's transactions move only by its merchant
+	}
+	decideAppend(t, e, s, aggregates.ProcessWithdrawal{TxID: ids.TxID(paid)}, now, mover)
+	decideAppend(t, e, s, aggregates.PayWithdrawal{TxID: ids.TxID(paid), Reference: "ref"}, now, mover)
 	return s, pending, paid
 }
 
