@@ -35,7 +35,7 @@ func (s *Server) fresh(ts string) error {
 	if err != nil || n <= 0 {
 		return errBad("invalid_request", "ts", how)
 	}
-	if d := s.cfg.Ledger.Now().Sub(time.Unix(n, 0)); d > streamTsSkew || d < -streamTsSkew {
+	if d := s.cfg.Now().Sub(time.Unix(n, 0)); d > streamTsSkew || d < -streamTsSkew {
 		return &apiError{status: 401, code: "invalid_signature", field: "ts",
 			message: fmt.Sprintf("ts is %s from the gateway's clock (at most 5m): sign the request again with the current time", d.Round(time.Second).Abs())}
 	}
