@@ -270,9 +270,10 @@ type StreamEvent struct {
 // The gateway ends a stream whose credentials it no longer accepts (a
 // secret rotated without overlap, an IP allowlist that no longer admits
 // the caller) with its refusal, which Callbacks returns as an *Error.
-// Before reconnecting it pauses: the first pause of WithRetries, doubled
-// after each connection that failed (up to 10 s), and back to the first
-// once a connection is open again. It goes on until ctx ends, fn fails or
+// Before reconnecting it pauses: the first pause of WithRetries (at least
+// 100 ms), doubled after each connection that failed (up to 10 s), or the
+// gateway's Retry-After when longer (a full site or process), and back to
+// the first once a connection is open again. It goes on until ctx ends, fn fails or
 // the gateway refuses the stream (an *Error); onError is told of each
 // break (it may be nil).
 func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEvent) error, onError func(error), opts ...StreamOption) error {
@@ -280,13 +281,14 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 	for _, opt := range opts {
 		opt(&o)
 	}
-	pause := c.backoff
+	first := max(c.backoff, minStreamPause)
+	pause := first
 	for {
 		err := c.stream(ctx, &after, fn, func() {
 			// The pause grew while the gateway could not be reached; a
 			// connection that came up ends that, and its break is a
 			// new one.
-			pause = c.backoff
+			pause = first
 			if o.onConnect != nil {
 				o.onConnect(after)
 			}
@@ -305,12 +307,21 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 		if onError != nil {
 			onError(err)
 		}
-		if err := c.wait(ctx, pause); err != nil {
+		wait := pause
+		if e != nil && e.RetryAfter > wait {
+			wait = e.RetryAfter // the gateway's streams are full for a while
+		}
+		if err := c.wait(ctx, wait); err != nil {
 			return err
 		}
 		pause = min(2*pause, 10*time.Second)
 	}
 }
+
+// minStreamPause is the shortest pause before Callbacks reconnects, also
+// with WithRetries(n, 0): a gateway that refuses at once would otherwise
+// be asked again in a tight loop.
+const minStreamPause = 100 * time.Millisecond
 
 // sleep waits d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {

@@ -41,6 +41,10 @@ func (c *frontConn) pass() { c.step <- "pass" }
 // refuse answers the connection 503 unavailable, as the gateway does.
 func (c *frontConn) refuse() { c.step <- "unavailable" }
 
+// full answers the connection 429 with Retry-After: 15, as the gateway
+// does to a site with all its streams open.
+func (c *frontConn) full() { c.step <- "full" }
+
 func newStreamFront(t *testing.T, gatewayURL string) *streamFront {
 	t.Helper()
 	target, err := url.Parse(gatewayURL)
@@ -64,10 +68,17 @@ func newStreamFront(t *testing.T, gatewayURL string) *streamFront {
 		f.conns <- c
 		select {
 		case step := <-c.step:
-			if step == "unavailable" {
+			switch step {
+			case "unavailable":
 				w.Header().Set("Content-Type", "application/json; charset=utf-8")
 				w.WriteHeader(http.StatusServiceUnavailable)
 				_, _ = io.WriteString(w, `{"data":null,"status":503,"code":"unavailable","message":"try again","requestId":"r1"}`)
+				return
+			case "full":
+				w.Header().Set("Content-Type", "application/json; charset=utf-8")
+				w.Header().Set("Retry-After", "15")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = io.WriteString(w, `{"data":null,"status":429,"code":"rate_limited","message":"too many streams","requestId":"r2"}`)
 				return
 			}
 		case <-ctx.Done():
@@ -167,7 +178,7 @@ func TestClient_callbacksPauseAgainFromTheFirst(t *testing.T) {
 	g := gatewaytest.Start(t)
 	site := g.NewSite(nil, 0)
 	front := newStreamFront(t, g.URL)
-	const first = 10 * time.Millisecond
+	const first = 200 * time.Millisecond
 	c := client.New(front.URL, site.AppKey, site.Secret, client.WithRetries(4, first))
 	pauses := make(chan time.Duration, 16)
 	client.ObservePauses(c, func(d time.Duration) { pauses <- d })
@@ -193,6 +204,30 @@ func TestClient_callbacksPauseAgainFromTheFirst(t *testing.T) {
 	front.next(t).refuse()
 	got = append(got, receive(t, pauses, "pause"))
 	assert.Equal(t, []time.Duration{first, 2 * first, 4 * first, first, 2 * first}, got)
+	front.next(t) // held until the end
+	cancel()
+	assert.ErrorIs(t, <-done, context.Canceled)
+}
+
+// Without a pause of its own (WithRetries(n, 0)) Callbacks still pauses
+// 100 ms before it reconnects, not asking a refusing gateway in a tight
+// loop, and a gateway's Retry-After, when longer, is waited.
+func TestClient_callbacksPauseAtLeast(t *testing.T) {
+	g := gatewaytest.Start(t)
+	site := g.NewSite(nil, 0)
+	front := newStreamFront(t, g.URL)
+	c := client.New(front.URL, site.AppKey, site.Secret, client.WithRetries(4, 0))
+	pauses := make(chan time.Duration, 16)
+	client.ObservePauses(c, func(d time.Duration) { pauses <- d })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Callbacks(ctx, "", func(client.StreamEvent) error { return nil }, nil) }()
+	front.next(t).refuse()
+	front.next(t).refuse()
+	front.next(t).full()
+	got := []time.Duration{receive(t, pauses, "pause"), receive(t, pauses, "pause"), receive(t, pauses, "pause")}
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 15 * time.Second}, got)
 	front.next(t) // held until the end
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
