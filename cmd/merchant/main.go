@@ -47,11 +47,12 @@ commands:
 
 The URL, appKey and secret are read from GATEWAY_URL, GATEWAY_APP_KEY and GATEWAY_SECRET
 when the flags are not given. Records are printed as JSON; a refusal prints its code,
-message, field and requestId on standard error and exits with 1.
+message, field and requestId on standard error and exits with 1; a call whose outcome is
+unknown (no answer, or not the gateway's) exits with 3: run the same command again.
 `
 
 // run is the command; it returns the exit code: 0, 1 for a failed call,
-// 2 for a usage error.
+// 2 for a usage error, 3 for a call whose outcome is unknown.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("merchant", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -196,7 +197,7 @@ var sandboxActions = map[string]string{
 }
 
 // failed prints a call's failure: a refusal with its code, message, field
-// and requestId.
+// and requestId (1), or an unknown outcome, with what to do (3).
 func failed(stderr io.Writer, err error) int {
 	var e *client.Error
 	if errors.As(err, &e) {
@@ -213,6 +214,13 @@ func failed(stderr io.Writer, err error) int {
 		return 1
 	}
 	fmt.Fprintln(stderr, "error:", err)
+	var ne *client.NetworkError
+	if errors.As(err, &ne) {
+		// A creation the gateway may have stored: the same command with
+		// the same -process-id answers it, and never creates a second.
+		fmt.Fprintln(stderr, "  the outcome is unknown: the gateway may have recorded it; run the same command again (the same -process-id) to learn it")
+		return 3
+	}
 	return 1
 }
 

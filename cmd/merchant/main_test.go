@@ -320,3 +320,21 @@ func TestMerchantCLI_listenReadyOnceConnected(t *testing.T) {
 func deposit(pid, user string, amount int64) client.DepositRequest {
 	return client.DepositRequest{BankID: "ZAINCASH", ProcessID: pid, Amount: amount, UserID: user, UserName: user, Name: "Ali Kareem"}
 }
+
+// A creation whose outcome is unknown (no answer, or a proxy's page
+// instead of the gateway's) exits with 3 and says to run it again, apart
+// from a refusal (1).
+func TestMerchantCLI_unknownOutcome(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "<html><body>502 Bad Gateway</body></html>")
+	}))
+	t.Cleanup(proxy.Close)
+	env := map[string]string{"GATEWAY_URL": proxy.URL, "GATEWAY_APP_KEY": "ak_x", "GATEWAY_SECRET": "s3cret"}
+	code, _, stderr := cli(t, env, "", "deposit", "-bank", "ZAINCASH", "-process-id", "u-1", "-amount", "25000",
+		"-user-id", "u1", "-user-name", "ali_k", "-name", "Ali Kareem")
+	assert.Equal(t, 3, code, stderr)
+	assert.Contains(t, stderr, "the outcome is unknown")
+	assert.Contains(t, stderr, "-process-id")
+}
