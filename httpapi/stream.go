@@ -12,6 +12,7 @@ import (
 
 	"gateway/callbacks"
 	"gateway/ids"
+	"gateway/ledger"
 )
 
 // callbackStreamPath is the merchant's stream of its callbacks.
@@ -121,10 +122,15 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 	// overlap, an allowlist that no longer admits the caller or any other
 	// refusal a new request would get ends it (docs/callbacks.md).
 	signed := []byte(r.URL.RawQuery)
-	check := func(context.Context) error {
+	check := func(ctx context.Context) error {
 		id, _, err := s.merchantCredentials(r, signed)
 		if err == nil && id != site {
 			err = &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"}
+		}
+		if err == nil {
+			// A site taken out of service (a message it cannot apply) streams
+			// nothing more: its stream ends as its requests are refused.
+			err = s.cfg.Ledger.Read(ctx, site, ledger.Local, nil)
 		}
 		return err
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/events"
 	"gateway/httpapi"
+	"gateway/ids"
 	"gateway/internal/testkit"
 )
 
@@ -281,6 +283,22 @@ func TestCallbackStream_endsWhenItsCredentialsAreRefused(t *testing.T) {
 			"appKey": st.AppKey, "sign": sign(st.Secret, []byte(body)), "X-Forwarded-For": shop})).TransactionID
 		requireOK(t, s.opsT(t, "POST", "/ops/v1/deposits/"+tx+"/approve", nil))
 		requireStreamEnd(t, ss, 403, "not_authorized", "")
+	})
+	t.Run("site taken out of service: ended", func(t *testing.T) {
+		e.log.ExpectErrors("site message not applied")
+		st := s.newSite(nil, 0)
+		ss := s.openStream(t, st, "", nil)
+		ss.next()
+		// A message that does not extend the site's hash chain: the
+		// ledger stops serving the site rather than apply it.
+		forged, _, err := events.Seal([32]byte{}, []events.Event{{Name: events.TreasuryAdjustedName, Time: time.Now().UnixMilli(),
+			Actor: "x", Payload: &events.TreasuryAdjusted{Amount: 1_000_000, Reason: "forged"}}})
+		require.NoError(t, err)
+		subj, err := events.SiteSubject(ids.SiteID(st.ID))
+		require.NoError(t, err)
+		_, err = s.Store.Append(context.Background(), subj, s.Ledger.SiteApplied(ids.SiteID(st.ID)), forged)
+		require.NoError(t, err)
+		requireStreamEnd(t, ss, 503, "unavailable", "")
 	})
 }
 
