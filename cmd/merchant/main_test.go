@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,4 +338,77 @@ func TestMerchantCLI_unknownOutcome(t *testing.T) {
 	assert.Equal(t, 3, code, stderr)
 	assert.Contains(t, stderr, "the outcome is unknown")
 	assert.Contains(t, stderr, "-process-id")
+}
+
+// TestMerchantCLI_listenRetries: a callback the local URL cannot take at
+// once (a local server restarting answers 503) is forwarded again, and
+// taken once; one it refuses (4xx) is not asked again.
+func TestMerchantCLI_listenRetries(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	site := g.NewSite(map[string]any{"sandbox": true}, 100_000)
+	var calls atomic.Int32
+	var mu sync.Mutex
+	answers := map[string][]int{} // per webhook-id, what the local URL answered
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		id := r.Header.Get("webhook-id")
+		mu.Lock()
+		defer mu.Unlock()
+		code := 204
+		switch {
+		case strings.Contains(r.URL.RawQuery, "refuse"):
+			code = 422
+		case calls.Add(1) == 1:
+			code = 503
+		}
+		answers[id] = append(answers[id], code)
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(rcv.Close)
+	env := map[string]string{"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": site.Secret}
+	c := client.New(g.URL, site.AppKey, site.Secret)
+	for _, tc := range []struct {
+		name, query string
+		want        []int
+	}{
+		{"503, then taken", "", []int{503, 204}},
+		{"refused: not asked again", "?refuse", []int{422}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			answers = map[string][]int{}
+			mu.Unlock()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out, errb syncBuffer
+			done := make(chan int)
+			go func() {
+				done <- run(ctx, []string{"listen", "-forward-to", rcv.URL + "/callbacks" + tc.query}, strings.NewReader(""), &out, &errb,
+					func(k string) string { return env[k] })
+			}()
+			testkit.Eventually(t, testkit.WaitFor, func() bool { return strings.Contains(out.String(), "Ready:") }, "listen is ready")
+			d, err := c.CreateDeposit(ctx, deposit("lr-"+tc.name[:3], "u1", 25000))
+			require.NoError(t, err)
+			code, _, stderr := cli(t, env, "", "sandbox", "approve", d.TransactionID)
+			require.Equal(t, 0, code, stderr)
+			got := func() [][]int {
+				mu.Lock()
+				defer mu.Unlock()
+				var out [][]int
+				for _, a := range answers {
+					out = append(out, a)
+				}
+				return out
+			}
+			testkit.Eventually(t, testkit.WaitFor, func() bool {
+				g := got()
+				return len(g) == 1 && len(g[0]) >= len(tc.want)
+			}, "the callback forwarded as %v", tc.want)
+			time.Sleep(1500 * time.Millisecond) // a further attempt would come within the first pause
+			cancel()
+			require.Equal(t, 0, <-done, errb.String())
+			assert.Equal(t, [][]int{tc.want}, got())
+		})
+	}
 }
