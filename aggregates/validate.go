@@ -143,7 +143,8 @@ func checkOptionalText(field, v string, max int) error {
 	return nil
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+// isControl is a C0 or C1 control character, DEL included.
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
 
 // checkSiteMethods checks a site's methods: All alone, or at least one
 // method, each once, its own limits positive and in order, its accounts

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gateway/aggregates"
 )
@@ -68,6 +69,11 @@ func unmarshalStrict(r *http.Request, body []byte, v any) error {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return errBad("invalid_request", "", "the body must be application/json")
 		}
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would read each bad byte as U+FFFD, and a name
+		// or reason would be stored other than it was sent.
+		return errBad("invalid_request", "", "the body is not valid UTF-8")
 	}
 	if k := duplicateKey(body); k != "" {
 		return errBad("invalid_request", k, k+" is given more than once")

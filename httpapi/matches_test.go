@@ -252,3 +252,25 @@ func TestOpsBodies_duplicateKeys(t *testing.T) {
 	// One key in several objects is no repeat.
 	requireOK(t, raw("PATCH", bankPath, `{"accounts":[{"accountName":"A","accountNumber":"07801234567"},{"accountName":"B","accountNumber":"07801234568"}]}`))
 }
+
+// TestOpsBodies_invalidUTF8: an operator body that is not UTF-8 is
+// refused; encoding/json would have stored U+FFFD in place of each bad
+// byte, a name or reason other than the one sent.
+func TestOpsBodies_invalidUTF8(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 1_000_000)
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "u8-1", "u1", 25000)))
+	before := s.eventCount(t, st.ID)
+	hdr := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
+	for path, body := range map[string]string{
+		"/ops/v1/deposits/" + d.TransactionID + "/reject": "{\"reason\":\"no \xff transfer\"}",
+		"/ops/v1/sites/" + st.ID + "/adjustments":         "{\"amount\":5,\"reason\":\"fee \xc3\"}",
+	} {
+		r := s.send(t, "POST", path, body, hdr)
+		requireErr(t, r, 400, "invalid_request", "")
+		require.Contains(t, r.Message, "UTF-8")
+	}
+	require.Equal(t, before, s.eventCount(t, st.ID))
+}
