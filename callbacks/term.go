@@ -1,0 +1,353 @@
+package callbacks
+
+// A term of the active dispatcher: what it holds, how it consumes the
+// stream, dispatches each message into jobs and settles them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"gateway/events"
+	"gateway/ids"
+)
+
+// term is one period as the active dispatcher. Its state starts empty: the
+// consumer redelivers whatever the previous term left unacknowledged.
+type term struct {
+	d      *Dispatcher
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// attemptCtx carries the HTTP attempts. It outlives ctx on a graceful
+	// stop, so attempts under way finish and their outcome is kept rather
+	// than delivered again, and ends at once when the lease is lost.
+	attemptCtx   context.Context
+	stopAttempts context.CancelFunc
+	lease        *lease
+	// cons is the term's consumer (for Backlog).
+	cons jetstream.Consumer
+
+	// startDelivered is the consumer's last delivered stream sequence when
+	// the term began; windowEnd is when every message the previous term
+	// held has been redelivered (zero when it held none).
+	startDelivered uint64
+	windowEnd      time.Time
+
+	mu sync.Mutex
+	// maxSeq is the highest stream sequence dispatched; messages above it
+	// are seen for the first time, in order.
+	maxSeq   uint64
+	track    *tracker
+	held     map[uint64]*held
+	chains   map[ids.TxID]*chain
+	inflight map[string]*job
+	sites    map[ids.SiteID]*siteState
+	// logc hands first-attempt deliveries to writeLog, which runs until
+	// stop closes logDrain and it has written what waits (logDone).
+	logc     chan *job
+	logDrain chan struct{}
+	logDone  chan struct{}
+	// stopLog ends writeLog early when draining takes too long.
+	stopLog context.CancelFunc
+}
+
+// held is a message whose callbacks are not all settled yet.
+type held struct {
+	seq     uint64
+	reply   string
+	pending int
+	// at is when the message was stored.
+	at time.Time
+}
+
+// chain is one transaction's unsettled callbacks in stream order; only the
+// head is delivered, so a transaction's callbacks arrive in event order.
+type chain struct{ q []*job }
+
+// siteState bounds one site's attempts and backlog.
+type siteState struct {
+	sem       chan struct{}
+	unsettled int
+}
+
+func (t *term) goRun(fn func()) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		fn()
+	}()
+}
+
+// attemptGrace bounds how long a graceful stop waits for attempts under way.
+const attemptGrace = 5 * time.Second
+
+// stop ends the term: no attempt starts any more; on a graceful stop the
+// attempts under way may finish while the lease surely lasts (at most
+// attemptGrace), otherwise they are cancelled at once. Deliveries made are
+// logged and acknowledged, and every other held message is handed back
+// (NAK) so the next term gets it without waiting for AckWait; a delivery's
+// retry state survives in the bucket.
+func (t *term) stop(graceful bool) {
+	t.cancel()
+	if graceful {
+		grace := min(attemptGrace, t.lease.remaining())
+		timer := time.AfterFunc(max(grace, 0), t.stopAttempts)
+		defer timer.Stop()
+	} else {
+		t.stopAttempts()
+	}
+	t.wg.Wait()
+	t.stopAttempts()
+	// Deliveries made before the stop are logged and acknowledged, unless
+	// the store does not answer in time.
+	close(t.logDrain)
+	select {
+	case <-t.logDone:
+	case <-time.After(5 * time.Second):
+		t.stopLog()
+		<-t.logDone
+	}
+	t.stopLog()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, h := range t.held {
+		_ = t.d.cfg.Conn.Publish(h.reply, []byte("-NAK"))
+	}
+	t.held = map[uint64]*held{}
+}
+
+// consume pulls the stream's site messages and dispatches them in order.
+func (t *term) consume(ctx context.Context, cons jetstream.Consumer) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return ctx.Err()
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				return fmt.Errorf("consume: %w", err)
+			}
+			// Missed heartbeats and the like: the iterator carries on.
+			t.d.log.Debug("callback consumer", "err", err)
+			continue
+		}
+		t.dispatch(m)
+	}
+}
+
+// progress extends the ack wait of every held message.
+func (t *term) progress() {
+	tick := time.NewTicker(t.d.cfg.AckWait / 3)
+	defer tick.Stop()
+	var replies []string
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		replies = replies[:0]
+		t.mu.Lock()
+		for _, h := range t.held {
+			replies = append(replies, h.reply)
+		}
+		t.mu.Unlock()
+		for _, r := range replies {
+			_ = t.d.cfg.Conn.Publish(r, []byte("+WPI"))
+		}
+	}
+}
+
+func (t *term) ack(reply string) { _ = t.d.cfg.Conn.Publish(reply, []byte("+ACK")) }
+
+// dispatch turns one site message into jobs, one per final-state event, and
+// queues them. A message without callbacks to make is acknowledged at once.
+func (t *term) dispatch(m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		t.d.log.Error("callback consumer: message without metadata", "subject", m.Subject(), "err", err)
+		return
+	}
+	seq, reply := md.Sequence.Stream, m.Reply()
+	site, ok := events.SiteOf(m.Subject())
+	if !ok {
+		// Only a writer that went around events.SiteSubject can have
+		// stored it: no site of ours, no callbackUrl to call.
+		t.d.log.Error("callback consumer: message on a subject that is no site's skipped", "seq", seq, "subject", m.Subject())
+		t.ack(reply)
+		return
+	}
+	t.mu.Lock()
+	if h := t.held[seq]; h != nil {
+		// A redelivery of a message still being worked on (an
+		// InProgress was late): acknowledge through the newest delivery.
+		h.reply = reply
+		t.mu.Unlock()
+		return
+	}
+	fresh := seq > t.maxSeq
+	t.mu.Unlock()
+
+	evs, err := events.Decode(m.Data())
+	if err != nil {
+		// Nothing can be delivered from it, and it would come back for
+		// ever: the audit reports corrupt messages.
+		t.d.log.Error("callback consumer: undecodable ledger message skipped", "seq", seq, "subject", m.Subject(), "err", err)
+		t.ack(reply)
+		return
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var jobs []*job
+	for i, e := range evs {
+		prev := ""
+		if fresh {
+			prev = t.track.observe(site, e)
+		}
+		typ := callbackType(e)
+		if typ == "" {
+			continue
+		}
+		id := WebhookID(seq, i)
+		if t.inflight[id] != nil {
+			// A resend of it is already under way.
+			continue
+		}
+		jobs = append(jobs, &job{id: id, k: key{seq, i}, site: site, tx: txOf(e), typ: typ, ev: e, prev: prev,
+			fresh: fresh, kick: make(chan struct{}, 1)})
+	}
+	if fresh {
+		t.maxSeq = seq
+	}
+	if len(jobs) == 0 || t.d.noCallbackURL(site, seq) {
+		t.ack(reply)
+		return
+	}
+	h := &held{seq: seq, reply: reply, pending: len(jobs), at: md.Timestamp}
+	t.held[seq] = h
+	for _, j := range jobs {
+		j.msg = h
+		t.enqueue(j)
+	}
+}
+
+// noCallbackURL reports whether the site certainly has no callbackUrl as
+// of seq: the ledger has applied the stream up to it.
+func (d *Dispatcher) noCallbackURL(site ids.SiteID, seq uint64) bool {
+	cfg, ok := d.cfg.Ledger.SiteConfig(site)
+	return ok && cfg.CallbackURL == "" && d.cfg.Ledger.Followed() >= seq
+}
+
+func (t *term) site(id ids.SiteID) *siteState {
+	s := t.sites[id]
+	if s == nil {
+		s = &siteState{sem: make(chan struct{}, t.d.cfg.SiteConcurrency)}
+		t.sites[id] = s
+	}
+	return s
+}
+
+// enqueue adds j to its transaction's chain and starts it if it is the
+// head (t.mu held).
+func (t *term) enqueue(j *job) {
+	s := t.site(j.site)
+	s.unsettled++
+	t.inflight[j.id] = j
+	if s.unsettled > t.d.cfg.SiteBacklog && j.msg != nil {
+		j.backlog = true
+		j.state = jobRunning
+		t.goRun(func() { t.run(j) })
+		return
+	}
+	c := t.chains[j.tx]
+	if c == nil {
+		c = &chain{}
+		t.chains[j.tx] = c
+	}
+	pos, _ := slices.BinarySearchFunc(c.q, j.k, func(a *job, k key) int { return a.k.cmp(k) })
+	if pos == 0 && len(c.q) > 0 && c.q[0].state != jobWaiting {
+		// The head is being delivered and cannot be overtaken; only a
+		// head waiting for an earlier callback to turn up can.
+		pos = 1
+	}
+	c.q = slices.Insert(c.q, pos, j)
+	if pos != 0 {
+		return
+	}
+	if len(c.q) > 1 {
+		c.q[1].state = jobQueued
+	}
+	j.state = jobRunning
+	t.goRun(func() { t.run(j) })
+}
+
+// settle removes a finished job: the next callback of its transaction
+// starts, and its message is acknowledged once all its callbacks are
+// settled. Resends counted on the job while it was under way were each
+// answered "pending, due now": they start the callback again, on a fresh
+// schedule, rather than end with it.
+func (t *term) settle(j *job) {
+	t.mu.Lock()
+	n, by := j.resends, j.resendBy
+	j.resends = 0
+	t.settleLocked(j)
+	t.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	// Recorded even when the term is ending: the next term resumes a
+	// pending record that no message stands for.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	again, err := t.d.event(ctx, j.id)
+	if err == nil {
+		_, err = t.restart(ctx, again, by, n)
+	}
+	if err != nil {
+		t.d.log.Error("callback resent during an attempt not started again", "eventId", j.id, "err", err)
+		return
+	}
+	t.d.log.Info("callback resent during an attempt started again", "eventId", j.id, "resends", n)
+}
+
+func (t *term) settleLocked(j *job) {
+	j.state = jobDone
+	if t.inflight[j.id] == j {
+		delete(t.inflight, j.id)
+	}
+	t.site(j.site).unsettled--
+	if c := t.chains[j.tx]; c != nil {
+		if i := slices.Index(c.q, j); i >= 0 {
+			c.q = slices.Delete(c.q, i, i+1)
+		}
+		if len(c.q) == 0 {
+			delete(t.chains, j.tx)
+		} else if next := c.q[0]; next.state == jobQueued && t.ctx.Err() == nil {
+			next.state = jobRunning
+			t.goRun(func() { t.run(next) })
+		}
+	}
+	if h := j.msg; h != nil {
+		h.pending--
+		if h.pending == 0 {
+			delete(t.held, h.seq)
+			t.ack(h.reply)
+		}
+	}
+}
