@@ -41,7 +41,7 @@ var ErrTooMany = fmt.Errorf("more than %d transfers", MaxLines)
 var ErrNoLines = errors.New("no transfer lines: give amount, name, time, method, reference")
 
 // Parse reads transfer lines pasted from a statement or uploaded as a file:
-// CSV or TSV (tab-separated when the first line holds a tab), one transfer a
+// CSV or TSV (tab-separated when the first line that is not blank holds a tab), one transfer a
 // line, in the columns amount, sender name, time, method, reference; the
 // last three may be left out or empty. A first line whose amount is not a
 // number, and has no digit, is a header and is skipped (blank lines before
@@ -62,9 +62,8 @@ func Parse(text string) ([]Transfer, error) {
 	// Spreadsheets save CSV with a byte order mark, which is no part of
 	// the first amount or header.
 	text = strings.TrimPrefix(text, "\ufeff")
-	first, _, _ := strings.Cut(text, "\n")
 	r := csv.NewReader(strings.NewReader(text))
-	if strings.Contains(first, "\t") {
+	if strings.Contains(firstLine(text), "\t") {
 		r.Comma = '\t'
 	}
 	r.FieldsPerRecord = -1
@@ -243,4 +242,16 @@ func ParseTime(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("%q is not a time: write 2026-01-02 15:04 (Baghdad time) or RFC 3339", s)
+}
+
+// firstLine is the text's first line that is not blank: a statement
+// pasted from a spreadsheet often starts with an empty one, which says
+// nothing of the delimiter.
+func firstLine(text string) string {
+	for line := range strings.Lines(text) {
+		if strings.TrimSpace(line) != "" {
+			return line
+		}
+	}
+	return ""
 }

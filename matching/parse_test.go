@@ -44,6 +44,9 @@ func TestParse_spreadsheetFiles(t *testing.T) {
 		",,,\namount,name\n25000,Ahmed Ali\n",
 		"\ufeff,,,\n ,\namount,name\n25000,Ahmed Ali\n",
 		"\t\t\namount\tname\n25000\tAhmed Ali\n",
+		"\n25000\tAhmed Ali\n", // pasted: a blank first line says nothing of the delimiter
+		"\r\n \r\n25000\tAhmed Ali\r\n",
+		"\ufeff\namount\tname\n25000\tAhmed Ali\n",
 	} {
 		got, err := Parse(text)
 		require.NoError(t, err, "%q", text)

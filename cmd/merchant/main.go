@@ -202,6 +202,7 @@ func failed(stderr io.Writer, err error) int {
 	var e *client.Error
 	if errors.As(err, &e) {
 		fmt.Fprintf(stderr, "error: %d %s: %s\n", e.Status, e.Code, e.Message)
+		unknown := e.Code == "outcome_unknown" // docs/errors.md: maybe recorded
 		if e.Field != "" {
 			fmt.Fprintf(stderr, "  field:     %s\n", e.Field)
 		}
@@ -211,17 +212,25 @@ func failed(stderr io.Writer, err error) int {
 		if e.RequestID != "" {
 			fmt.Fprintf(stderr, "  requestId: %s\n", e.RequestID)
 		}
+		if unknown {
+			return outcomeUnknown(stderr)
+		}
 		return 1
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	var ne *client.NetworkError
 	if errors.As(err, &ne) {
-		// A creation the gateway may have stored: the same command with
-		// the same -process-id answers it, and never creates a second.
-		fmt.Fprintln(stderr, "  the outcome is unknown: the gateway may have recorded it; run the same command again (the same -process-id) to learn it")
-		return 3
+		return outcomeUnknown(stderr)
 	}
 	return 1
+}
+
+// outcomeUnknown says what to do about a call the gateway may have
+// recorded: the same command with the same -process-id answers it, and
+// never creates a second.
+func outcomeUnknown(stderr io.Writer) int {
+	fmt.Fprintln(stderr, "  the outcome is unknown: the gateway may have recorded it; run the same command again (the same -process-id) to learn it")
+	return 3
 }
 
 // sign prints the sign header of its argument (or of standard input for

@@ -326,18 +326,38 @@ func deposit(pid, user string, amount int64) client.DepositRequest {
 // instead of the gateway's) exits with 3 and says to run it again, apart
 // from a refusal (1).
 func TestMerchantCLI_unknownOutcome(t *testing.T) {
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		w.WriteHeader(http.StatusBadGateway)
-		_, _ = io.WriteString(w, "<html><body>502 Bad Gateway</body></html>")
-	}))
-	t.Cleanup(proxy.Close)
-	env := map[string]string{"GATEWAY_URL": proxy.URL, "GATEWAY_APP_KEY": "ak_x", "GATEWAY_SECRET": "s3cret"}
-	code, _, stderr := cli(t, env, "", "deposit", "-bank", "ZAINCASH", "-process-id", "u-1", "-amount", "25000",
-		"-user-id", "u1", "-user-name", "ali_k", "-name", "Ali Kareem")
-	assert.Equal(t, 3, code, stderr)
-	assert.Contains(t, stderr, "the outcome is unknown")
-	assert.Contains(t, stderr, "-process-id")
+	for _, c := range []struct {
+		name        string
+		status      int
+		contentType string
+		body        string
+		want        int
+	}{
+		{"a proxy's page", http.StatusBadGateway, "text/html", "<html><body>502 Bad Gateway</body></html>", 3},
+		{"the gateway's outcome_unknown", http.StatusGatewayTimeout, "application/json",
+			`{"data":null,"status":504,"code":"outcome_unknown","message":"maybe recorded","requestId":"r1"}`, 3},
+		{"a refusal", http.StatusConflict, "application/json",
+			`{"data":null,"status":409,"code":"process_id_conflict","message":"used","requestId":"r2"}`, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", c.contentType)
+				w.WriteHeader(c.status)
+				_, _ = io.WriteString(w, c.body)
+			}))
+			t.Cleanup(gw.Close)
+			env := map[string]string{"GATEWAY_URL": gw.URL, "GATEWAY_APP_KEY": "ak_x", "GATEWAY_SECRET": "s3cret"}
+			code, _, stderr := cli(t, env, "", "deposit", "-bank", "ZAINCASH", "-process-id", "u-1", "-amount", "25000",
+				"-user-id", "u1", "-user-name", "ali_k", "-name", "Ali Kareem")
+			assert.Equal(t, c.want, code, stderr)
+			if c.want == 3 {
+				assert.Contains(t, stderr, "the outcome is unknown")
+				assert.Contains(t, stderr, "-process-id")
+			} else {
+				assert.NotContains(t, stderr, "the outcome is unknown")
+			}
+		})
+	}
 }
 
 // TestMerchantCLI_listenRetries: a callback the local URL cannot take at
