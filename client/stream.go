@@ -37,7 +37,8 @@ type StreamEvent struct {
 // Before reconnecting it pauses: the first pause of WithRetries (at least
 // 100 ms), doubled after each connection that failed (up to 10 s), or the
 // gateway's Retry-After when longer (a full site or process), and back to
-// the first once a connection is open again. It goes on until ctx ends, fn fails or
+// the first after a connection that served: one that delivered a callback
+// or stayed open 15 s. It goes on until ctx ends, fn fails or
 // the gateway refuses the stream (an *Error); onError is told of each
 // break (it may be nil).
 func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEvent) error, onError func(error), opts ...StreamOption) error {
@@ -48,17 +49,27 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 	first := max(c.backoff, minStreamPause)
 	pause := first
 	for {
-		err := c.stream(ctx, &after, fn, func() {
-			// The pause grew while the gateway could not be reached; a
-			// connection that came up ends that, and its break is a
-			// new one.
-			pause = first
+		var opened time.Time
+		delivered := false
+		err := c.stream(ctx, &after, func(ev StreamEvent) error {
+			delivered = true
+			return fn(ev)
+		}, func() {
+			opened = time.Now()
 			if o.onConnect != nil {
 				o.onConnect(after)
 			}
 		})
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if delivered || (!opened.IsZero() && time.Since(opened) >= healthyStream) {
+			// The pause grew while the gateway could not serve the
+			// stream; a connection that did ends that, and its break
+			// is a new one. One that only told its position and ended
+			// (a site out of service) does not: it would be asked
+			// again at the first pause for ever.
+			pause = first
 		}
 		var fnErr *callbackError
 		if errors.As(err, &fnErr) {
@@ -81,6 +92,10 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 		pause = min(2*pause, 10*time.Second)
 	}
 }
+
+// healthyStream is how long a connection that delivered no callback must
+// have stayed open to count as served.
+const healthyStream = 15 * time.Second
 
 // minStreamPause is the shortest pause before Callbacks reconnects, also
 // with WithRetries(n, 0): a gateway that refuses at once would otherwise

@@ -176,34 +176,48 @@ func TestClient_callbacksResumeFromTheFirstPosition(t *testing.T) {
 // first one again after a connection that came up broke.
 func TestClient_callbacksPauseAgainFromTheFirst(t *testing.T) {
 	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
 	site := g.NewSite(nil, 0)
 	front := newStreamFront(t, g.URL)
 	const first = 200 * time.Millisecond
 	c := client.New(front.URL, site.AppKey, site.Secret, client.WithRetries(4, first))
+	direct := client.New(g.URL, site.AppKey, site.Secret)
 	pauses := make(chan time.Duration, 16)
 	client.ObservePauses(c, func(d time.Duration) { pauses <- d })
 	connected := make(chan string, 4)
+	got := make(chan client.StreamEvent, 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Callbacks(ctx, "", func(client.StreamEvent) error { return nil }, nil,
+		done <- c.Callbacks(ctx, "", func(ev client.StreamEvent) error { got <- ev; return nil }, nil,
 			client.OnConnect(func(position string) { connected <- position }))
 	}()
 
-	var got []time.Duration
+	var seen []time.Duration
 	for range 3 {
 		front.next(t).refuse()
-		got = append(got, receive(t, pauses, "pause"))
+		seen = append(seen, receive(t, pauses, "pause"))
 	}
+	// A connection that serves a callback ends the outage.
 	up := front.next(t)
 	up.pass()
 	receive(t, connected, "connection")
+	d, err := direct.CreateDeposit(ctx, deposit("pause-1", "u1", 25000))
+	require.NoError(t, err)
+	g.Approve(d.TransactionID, 0)
+	receive(t, got, "a callback")
 	up.cut()
-	got = append(got, receive(t, pauses, "pause after the break"))
+	seen = append(seen, receive(t, pauses, "pause after the break"))
 	front.next(t).refuse()
-	got = append(got, receive(t, pauses, "pause"))
-	assert.Equal(t, []time.Duration{first, 2 * first, 4 * first, first, 2 * first}, got)
+	seen = append(seen, receive(t, pauses, "pause"))
+	// One that only tells its position and ends does not.
+	brief := front.next(t)
+	brief.pass()
+	receive(t, connected, "connection")
+	brief.cut()
+	seen = append(seen, receive(t, pauses, "pause after a connection that served nothing"))
+	assert.Equal(t, []time.Duration{first, 2 * first, 4 * first, first, 2 * first, 4 * first}, seen)
 	front.next(t) // held until the end
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
