@@ -297,6 +297,10 @@ func (d *Dispatcher) Active() bool { return d.active.Load() != nil }
 
 func (d *Dispatcher) resendSubject() string { return "gateway.callbacks." + d.cfg.Durable + ".resend" }
 
+// more reports whether the schedule has a retry after n failed attempts
+// (as delay does).
+func (d *Dispatcher) more(n int) bool { return n >= 1 && n <= len(d.cfg.Schedule) }
+
 // delay is the wait before retry n, with jitter; ok is false when the
 // schedule is exhausted.
 func (d *Dispatcher) delay(n int) (time.Duration, bool) {

@@ -280,6 +280,33 @@ func (t *term) deliver(ctx context.Context, j *job) {
 			c := o.code
 			j.rec.LastStatusCode = &c
 		}
+		if (o.ok || !d.more(j.attempts)) && t.resentMeanwhile(j) {
+			// An operator resent it while this attempt was under way,
+			// and was answered pending: it goes again at once, on a
+			// fresh schedule, its record pending (takeResends) before
+			// its message can be acknowledged.
+			if o.ok {
+				j.rec.Status, j.rec.LastError = StatusPending, nil
+			} else {
+				msg := o.err
+				j.rec.LastError = &msg
+			}
+			j.attempts, j.next = 0, now
+			select {
+			case <-j.kick:
+			default:
+			}
+			if ctx.Err() != nil {
+				// The term is ending and starts no attempt: the resend
+				// is recorded, and the next term, which gets the message
+				// again, delivers it.
+				wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				t.takeResends(wctx, j)
+				cancel()
+				return
+			}
+			continue
+		}
 		if o.ok {
 			if !j.recorded {
 				j.code, j.at = o.code, now.UnixMilli()
@@ -320,6 +347,14 @@ func (t *term) deliver(ctx context.Context, j *job) {
 			d.log.Warn("callback state not recorded", "eventId", j.id, "err", err)
 		}
 	}
+}
+
+// resentMeanwhile reports whether resends were asked for j since they were
+// last taken.
+func (t *term) resentMeanwhile(j *job) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return j.resends > 0
 }
 
 // takeResends records, before the next attempt, the resends asked for
