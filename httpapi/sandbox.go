@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -21,10 +20,12 @@ func (s *Server) sandboxRoutes(r chi.Router) {
 	r.Use(s.sandboxOnly)
 	r.Post("/deposits/{id}/approve", s.sandboxAction([]string{"amount"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		var amount int64
-		if v := f.get("amount"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return nil, errBad("invalid_request", "amount", "amount must be a positive whole number of IQD")
+		if f.get("amount") != "" {
+			// Held to the creation calls' rule: decimal digits only, so
+			// "+5" or " 5" is refused there and here alike.
+			n, err := f.amount()
+			if err != nil {
+				return nil, err
 			}
 			amount = n
 		}

@@ -67,6 +67,9 @@ func TestSandbox(t *testing.T) {
 	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/reject", nil), 409, "invalid_transition", "status")
 	requireErr(t, act(sb, "withdrawals/"+w1.TransactionID+"/pay", nil), 409, "invalid_transition", "status")
 	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"amount": {"-5"}}), 400, "invalid_request", "amount")
+	for _, amt := range []string{"+5", " 5", "0x10", "1_000", "5.0", "00000000000000000005"} {
+		requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"amount": {amt}}), 400, "invalid_request", "amount")
+	}
 	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"currency": {"IQD"}}), 400, "invalid_request", "currency")
 	requireErr(t, act(sb, "deposits/"+sb.ID+"-999/approve", nil), 404, "not_found", "")
 
