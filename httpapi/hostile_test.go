@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,8 @@ var idRoutes = []idRoute{
 	{"site adjustment", opsRoute, []string{"POST"}, "/ops/v1/sites/{id}/adjustments", `{"amount":1,"reason":"probe"}`,
 		func(fx *idFixture) string { return fx.a.ID }},
 	{"site events", opsRoute, []string{"GET"}, "/ops/v1/sites/{id}/events", "",
+		func(fx *idFixture) string { return fx.a.ID }},
+	{"site methods", opsRoute, []string{"PUT"}, "/ops/v1/sites/{id}/methods", `{"all":true}`,
 		func(fx *idFixture) string { return fx.a.ID }},
 	{"bank", opsRoute, []string{"PATCH"}, "/ops/v1/banks/{id}", `{"minAmount":1000}`,
 		func(fx *idFixture) string { return fx.bank.ID }},
@@ -488,6 +491,101 @@ func TestHostileIDs_everyRoute(t *testing.T) {
 					assertIDAnswer(t, route, method, r, true)
 					fx.rotated(t, route, r)
 				})
+			}
+		}
+	})
+}
+
+// TestHostileIDs_sandboxAndStream sends the hostile ids where the table
+// above cannot: to the sandbox actions, which need a sandbox site's
+// merchant, and as the callback stream's position (?after= and
+// Last-Event-ID), which needs a signed ts and answers a valid id with a
+// stream that does not end. Every one is refused, nothing is written and
+// the stream holds only literal subjects; the controls show the refusals
+// were about the ids.
+func TestHostileIDs_sandboxAndStream(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	sb := s.newSite(map[string]any{"name": "Sandbox Shop", "sandbox": true}, 1_000_000)
+	other := s.newSite(map[string]any{"name": "Other Sandbox", "sandbox": true}, 1_000_000)
+	dep := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "hs-dep", "hu1", 7000))).TransactionID
+	wd := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "hs-wd", "hu2", 10_000, "07712345678"))).TransactionID
+	otherDep := rec(t, s.post(other, pathDeposit, depositForm("ZAINCASH", "hs-other", "hu3", 7000))).TransactionID
+	fx := &idFixture{s: s, a: sb, b: other}
+	cases := append(hostileIDs(fx), hostileID{"other site", other.ID}, hostileID{"other site's tx", otherDep})
+	ctx := context.Background()
+	lastSeq, err := s.Store.LastSeq(ctx)
+	require.NoError(t, err)
+
+	// In the order the controls can run: the withdrawal is processed
+	// before it is paid. A control runs on the routes that can still move
+	// their transaction then (control): one deposit and one withdrawal
+	// cannot also be rejected or expired once settled.
+	routes := []struct {
+		tmpl, body, real string
+		control          bool
+	}{
+		{"/v1/sandbox/transactions/{id}/callbacks", "type=deposit.approved", dep, true},
+		{"/v1/sandbox/deposits/{id}/reject", "reason=probe", dep, false},
+		{"/v1/sandbox/deposits/{id}/expire", "", dep, false},
+		{"/v1/sandbox/deposits/{id}/approve", "amount=7000", dep, true},
+		{"/v1/sandbox/withdrawals/{id}/reject", "reason=probe", wd, false},
+		{"/v1/sandbox/withdrawals/{id}/process", "", wd, true},
+		{"/v1/sandbox/withdrawals/{id}/pay", "reference=probe", wd, true},
+	}
+	post := func(t *testing.T, tmpl, id, body string) resp {
+		return s.rawDo(t, http.MethodPost, strings.ReplaceAll(tmpl, "{id}", id), map[string]string{
+			"appKey": sb.AppKey, "sign": sign(sb.Secret, []byte(body)),
+			"Content-Type": "application/x-www-form-urlencoded"}, body)
+	}
+	for _, route := range routes {
+		for _, id := range cases {
+			t.Run(route.tmpl+"/"+id.name, func(t *testing.T) {
+				r := post(t, route.tmpl, id.wire, route.body)
+				assert.Less(t, r.HTTP, 500, "server error: %s", r.Raw)
+				assert.GreaterOrEqual(t, r.HTTP, 400, "%s", r.Raw)
+				assertEnvelope(t, r)
+			})
+		}
+	}
+	for _, id := range cases {
+		if id.wire == "" {
+			continue // no position: the stream follows from now on
+		}
+		if _, err := ids.ParseEvent(id.wire); err == nil {
+			continue // a position, of whatever site: the stream tests follow those
+		}
+		t.Run("stream after/"+id.name, func(t *testing.T) {
+			query := "after=" + id.wire + "&ts=" + strconv.FormatInt(time.Now().Unix(), 10)
+			r := s.rawDo(t, http.MethodGet, "/v1/callbacks/stream?"+query,
+				map[string]string{"appKey": sb.AppKey, "sign": sign(sb.Secret, []byte(query))}, "")
+			assert.Equal(t, http.StatusBadRequest, r.HTTP, "%s", r.Raw)
+			assertEnvelope(t, r)
+		})
+		t.Run("stream Last-Event-ID/"+id.name, func(t *testing.T) {
+			query := "ts=" + strconv.FormatInt(time.Now().Unix(), 10)
+			r := s.rawDo(t, http.MethodGet, "/v1/callbacks/stream?"+query, map[string]string{"appKey": sb.AppKey,
+				"sign": sign(sb.Secret, []byte(query)), "Last-Event-ID": id.wire}, "")
+			assert.Equal(t, http.StatusBadRequest, r.HTTP, "%s", r.Raw)
+			assertEnvelope(t, r)
+		})
+	}
+
+	t.Run("nothing was written", func(t *testing.T) {
+		after, err := s.Store.LastSeq(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, lastSeq, after, "the ledger stream grew")
+		assert.Equal(t, "pending", rec(t, s.get(other, "/v1/transactions/"+otherDep, "")).Status)
+	})
+	t.Run("the stream holds only literal subjects", func(t *testing.T) {
+		assert.NotZero(t, assertLedgerSubjects(t, fx, 1))
+	})
+	t.Run("controls", func(t *testing.T) {
+		for _, route := range routes {
+			if route.control {
+				r := post(t, route.tmpl, route.real, route.body)
+				assert.Equal(t, http.StatusOK, r.HTTP, "%s: %s", route.tmpl, r.Raw)
 			}
 		}
 	})
