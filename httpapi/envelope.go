@@ -101,26 +101,34 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) write(w http.ResponseWriter, r *http.Request, env envelope) {
-	ri := info(r)
-	env.RequestID = ri.id
-	env.AppVersion = s.cfg.AppVersion
-	env.ResponseTime = strconv.FormatInt(time.Since(ri.start).Milliseconds(), 10) + "ms"
 	bp := bodyPool.Get().(*[]byte)
 	defer bodyPool.Put(bp)
-	b, err := env.appendJSON((*bp)[:0])
-	if err != nil {
-		s.log.ErrorContext(r.Context(), "encode response", "err", err)
-		env = envelope{Status: http.StatusInternalServerError, Code: "internal", Message: "the response could not be encoded",
-			ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
-		b, _ = env.appendJSON((*bp)[:0])
-	}
+	b, status := s.encode(r, env, (*bp)[:0])
 	if cap(b) <= maxPooledBody {
 		*bp = b
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(env.Status)
+	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// encode appends env to b with what every envelope of r carries (its
+// requestId, the app's version, the time taken), and returns it with its
+// status: an envelope that cannot be encoded becomes a 500.
+func (s *Server) encode(r *http.Request, env envelope, b []byte) ([]byte, int) {
+	ri := info(r)
+	env.RequestID = ri.id
+	env.AppVersion = s.cfg.AppVersion
+	env.ResponseTime = strconv.FormatInt(time.Since(ri.start).Milliseconds(), 10) + "ms"
+	out, err := env.appendJSON(b)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "encode response", "err", err)
+		env = envelope{Status: http.StatusInternalServerError, Code: "internal", Message: "the response could not be encoded",
+			DocURL: DocURL("internal"), ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
+		out, _ = env.appendJSON(b[:0])
+	}
+	return out, env.Status
 }
 
 // bodyPool holds response buffers: the writer copies what it is given, so

@@ -183,17 +183,8 @@ func (s *Server) streamEnd(r *http.Request, err error) []byte {
 	if ae.status >= 500 {
 		lvl = slog.LevelWarn
 	}
-	ri := info(r)
-	s.log.Log(r.Context(), lvl, "callback stream ended", "site", ri.siteID, "status", ae.status, "code", ae.code, "err", err)
-	env := envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field, DocURL: DocURL(ae.code),
-		RequestID: ri.id, AppVersion: s.cfg.AppVersion, ResponseTime: strconv.FormatInt(time.Since(ri.start).Milliseconds(), 10) + "ms"}
-	b, jerr := env.appendJSON(nil)
-	if jerr != nil {
-		s.log.ErrorContext(r.Context(), "encode stream error", "err", jerr)
-		env = envelope{Status: http.StatusInternalServerError, Code: "internal", Message: "the error could not be encoded",
-			DocURL: DocURL("internal"), ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
-		b, _ = env.appendJSON(nil)
-	}
+	s.log.Log(r.Context(), lvl, "callback stream ended", "site", info(r).siteID, "status", ae.status, "code", ae.code, "err", err)
+	b, _ := s.encode(r, envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field, DocURL: DocURL(ae.code)}, nil)
 	return fmt.Appendf(nil, "event: error\ndata: %s\n\n", b)
 }
 
