@@ -66,9 +66,9 @@ func Head(ctx context.Context, store Store) (string, error) {
 }
 
 // Stream calls fn, in order, for every callback event of site stored
-// after the event after (a webhook-id, or a position from Head; "" for
-// events stored from now on), whether or not the site has a callbackUrl,
-// until ctx ends or fn fails. Nothing is recorded: any number of streams
+// after the event after (a webhook-id, or a position from Head: a stream
+// from now on starts at Head, read before its caller tells the position),
+// whether or not the site has a callbackUrl, until ctx ends or fn fails. Nothing is recorded: any number of streams
 // may follow a site, in any gateway process, beside the dispatcher's
 // deliveries.
 func Stream(ctx context.Context, cfg StreamConfig, site ids.SiteID, after string, fn func(StreamEvent) error) error {
@@ -79,20 +79,11 @@ func Stream(ctx context.Context, cfg StreamConfig, site ids.SiteID, after string
 	if err != nil {
 		return fmt.Errorf("stream site %s: %w", site, err)
 	}
-	var next key // the first event to stream
-	if after == "" {
-		last, err := cfg.Store.LastSeq(ctx)
-		if err != nil {
-			return err
-		}
-		next = key{seq: last + 1}
-	} else {
-		k, ok := keyOf(after)
-		if !ok {
-			return notFound(after)
-		}
-		next = key{seq: k.seq, idx: k.idx + 1}
+	k, ok := keyOf(after)
+	if !ok {
+		return notFound(after)
 	}
+	next := key{seq: k.seq, idx: k.idx + 1} // the first event to stream
 	check := func() error {
 		if cfg.Check == nil {
 			return nil

@@ -81,3 +81,16 @@ func TestStream_idleReadsNothing(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
 }
+
+// TestStream_afterParsed: a stream starts after a webhook-id or a position
+// from Head; anything else ("" included) is refused before the store is
+// read.
+func TestStream_afterParsed(t *testing.T) {
+	store := &readCounting{}
+	for _, after := range []string{"", "*", ">", ".", "..", "1-0.>", "0-0", "1-x", "1-0\x00", "\t1-0"} {
+		err := Stream(context.Background(), StreamConfig{Store: store}, "s1", after,
+			func(StreamEvent) error { t.Fatal("an event streamed"); return nil })
+		require.ErrorIs(t, err, ErrEventNotFound, "after %q", after)
+	}
+	require.Zero(t, store.reads.Load())
+}
