@@ -235,6 +235,12 @@ func jobAt(id string, k key, site ids.SiteID, evs []events.Event) (*job, error) 
 	return &job{id: id, k: k, site: site, tx: txOf(e), typ: callbackType(e), ev: e, kick: make(chan struct{}, 1)}, nil
 }
 
+// anew is a job delivering j's callback again, as Dispatcher.event would
+// make it, without reading the stream: the event is j's.
+func (j *job) anew() *job {
+	return &job{id: j.id, k: j.k, site: j.site, tx: j.tx, typ: j.typ, ev: j.ev, kick: make(chan struct{}, 1)}
+}
+
 // resend runs in the active dispatcher.
 func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 	d := t.d
@@ -289,7 +295,22 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 // written pending before the job starts: should this process stop before
 // delivering, the next term finds it pending and resumes it.
 func (t *term) restart(ctx context.Context, j *job, actor string, n int) (Delivery, error) {
-	d := t.d
+	rec, err := t.d.renew(ctx, j, actor, n)
+	if err != nil {
+		return Delivery{}, err
+	}
+	t.mu.Lock()
+	if t.inflight[j.id] == nil && t.ctx.Err() == nil {
+		t.enqueue(j)
+	}
+	t.mu.Unlock()
+	return rec, nil
+}
+
+// renew writes the record of j, a job not started yet, pending on a fresh
+// schedule with n more resends by actor, and returns a copy of it: once
+// the job starts, its goroutine owns j.rec.
+func (d *Dispatcher) renew(ctx context.Context, j *job, actor string, n int) (Delivery, error) {
 	id := j.id
 	old, found, err := d.load(ctx, id)
 	if err != nil {
@@ -307,15 +328,7 @@ func (t *term) restart(ctx context.Context, j *job, actor string, n int) (Delive
 		return Delivery{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	j.recorded, j.fresh = true, true
-	// The copy is taken before the job starts: from then on its goroutine
-	// owns j.rec.
-	rec := j.rec
-	t.mu.Lock()
-	if t.inflight[id] == nil && t.ctx.Err() == nil {
-		t.enqueue(j)
-	}
-	t.mu.Unlock()
-	return rec, nil
+	return j.rec, nil
 }
 
 // resumeOrphans restarts the pending deliveries no message stands for (a

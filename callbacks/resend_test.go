@@ -113,3 +113,48 @@ func TestResendDuringAttempt_recordedBeforeSettled(t *testing.T) {
 	defer mu.Unlock()
 	require.NotContains(t, logged, id, "the attempt under which it was resent went to the delivery log")
 }
+
+// A resend that comes once the attempt's outcome was taken, while its
+// first-attempt delivery is being logged: the delivery is settled through
+// the log, and the resend starts it again, recorded, and delivered once
+// more.
+func TestResendWhileLogged(t *testing.T) {
+	f := newFixture(t)
+	rcv := newReceiver(t, func(callback, int) (int, http.Header) { return 200, nil })
+	f.createSite("s1", rcv.url("/"))
+	tx := f.deposit("s1", 10)
+	f.append("s1", ev(&events.DepositRejected{TxID: tx, Reason: "r"}, time.Now()))
+	var d *Dispatcher
+	var once sync.Once
+	ready := make(chan struct{})
+	type answer struct {
+		rec Delivery
+		err error
+	}
+	answered := make(chan answer, 1)
+	d, _ = f.dispatcher(Config{Conn: f.conn("a"), afterLog: func(ids []string) {
+		once.Do(func() {
+			<-ready
+			rec, err := d.Resend(context.Background(), ids[0], "op")
+			answered <- answer{rec, err}
+		})
+	}})
+	close(ready)
+	a := <-answered
+	require.NoError(t, a.err)
+	rec := a.rec
+	require.Equal(t, StatusPending, rec.Status, "the operator is told the resend is pending")
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 2 }, "delivered again")
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "the message is acknowledged")
+	id := rcv.byTx(tx)[0].ID
+	var done Delivery
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		var ok bool
+		done, ok = d.ix.record(id)
+		return ok && done.Status == StatusDelivered
+	}, "the record says delivered")
+	require.Equal(t, 1, done.Resends)
+	require.Equal(t, "op", done.LastResendBy)
+	time.Sleep(500 * time.Millisecond)
+	require.Len(t, rcv.byTx(tx), 2, "delivered once more, not twice")
+}

@@ -306,19 +306,31 @@ func (t *term) settle(j *job) {
 	t.mu.Lock()
 	n, by := j.resends, j.resendBy
 	j.resends = 0
-	t.settleLocked(j)
-	t.mu.Unlock()
 	if n == 0 {
+		t.settleLocked(j)
+		t.mu.Unlock()
 		return
 	}
-	// Recorded even when the term is ending: the next term resumes a
-	// pending record that no message stands for.
+	t.mu.Unlock()
+	// The resend is recorded pending before the message is acknowledged:
+	// a process stopping between the two leaves the message to the next
+	// term, which finds the record pending and delivers it, rather than a
+	// resend that lived only in memory. Recorded even when the term is
+	// ending: the next term resumes a pending record no message stands for.
+	again := j.anew()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
-	defer cancel()
-	again, err := t.d.event(ctx, j.id)
-	if err == nil {
-		_, err = t.restart(ctx, again, by, n)
+	_, err := t.d.renew(ctx, again, by, n)
+	cancel()
+	t.mu.Lock()
+	// Resends asked for meanwhile were counted on j, still in flight:
+	// again takes them before its first attempt.
+	again.resends, again.resendBy = j.resends, j.resendBy
+	j.resends = 0
+	t.settleLocked(j)
+	if err == nil && t.inflight[again.id] == nil && t.ctx.Err() == nil {
+		t.enqueue(again)
 	}
+	t.mu.Unlock()
 	if err != nil {
 		t.d.log.Error("callback resent during an attempt not started again", "eventId", j.id, "err", err)
 		return
