@@ -184,7 +184,15 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 				if err := fn(ev); err != nil {
 					return &callbackError{err}
 				}
-				*after = ev.ID
+				// The SSE id is the stream's own position; the body's
+				// is the same webhook-id. An event without either
+				// leaves the position where it was rather than at
+				// "now", which would skip what follows a break.
+				if id != "" {
+					*after = id
+				} else if ev.ID != "" {
+					*after = ev.ID
+				}
 			case event == "error":
 				// The gateway ends a stream with the envelope a request
 				// refused for the same reason gets: a refusal ends

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -281,4 +282,29 @@ func TestClient_callbacksEndWhenTheirSecretIsRevoked(t *testing.T) {
 	assert.Equal(t, "sign", e.Field)
 	assert.NotEmpty(t, e.RequestID)
 	assert.Empty(t, got, "a callback stored after the rotation")
+}
+
+// The position Callbacks resumes from is the stream's SSE id; a callback
+// whose body lacks its id does not move it back to "now".
+func TestClient_callbacksResumeFromTheSSEID(t *testing.T) {
+	afters := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		afters <- r.URL.Query().Get("after")
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 7-65536\n\n")
+		fmt.Fprint(w, "id: 8-0\nevent: callback\ndata: {\"type\":\"deposit.approved\"}\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "k", "s")
+	client.ObservePauses(c, func(time.Duration) {})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Callbacks(ctx, "", func(client.StreamEvent) error { return nil }, nil)
+	}()
+	assert.Equal(t, "", receive(t, afters, "first connection"))
+	assert.Equal(t, "8-0", receive(t, afters, "reconnection"), "after the callback it received")
+	cancel()
+	<-done
 }
