@@ -412,8 +412,6 @@ func Fingerprint(k Kind, amount int64, bankID, userID string) uint64 {
 	return h.Sum64()
 }
 
-// repeat answers a processId that is already taken: the stored transaction
-// when the parameters match, a conflict otherwise.
 // bankIDOf is the _id of the request's method ("" when it named none).
 func bankIDOf(r Request) string {
 	if r.Bank != nil {
@@ -422,8 +420,11 @@ func bankIDOf(r Request) string {
 	return ""
 }
 
-func (s *Site) repeat(i int32, k Kind, r Request) (Decision, error) {
-	if s.Txs[i].Fingerprint != Fingerprint(k, r.Amount, bankIDOf(r), r.UserID) {
+// repeat answers a processId that is already taken by transaction i, whose
+// request had fingerprint fp: the transaction when the parameters match, a
+// conflict otherwise.
+func repeat(i int32, fp uint64, k Kind, r Request) (Decision, error) {
+	if fp != Fingerprint(k, r.Amount, bankIDOf(r), r.UserID) {
 		return Decision{Tx: i}, fieldErr("processId", ErrProcessIDConflict,
 			"processId %q was already used with a different type, amount, bankId or userId", r.ProcessID)
 	}
@@ -432,16 +433,14 @@ func (s *Site) repeat(i int32, k Kind, r Request) (Decision, error) {
 
 func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Payload) events.Event) (Decision, error) {
 	if i, ok := s.ByProcessID(c.ProcessID); ok {
-		return s.repeat(i, KindDeposit, c.Request)
+		return repeat(i, s.Txs[i].Fingerprint, KindDeposit, c.Request)
 	}
 	if a, ok := s.aliases[c.ProcessID]; ok {
 		// Answered with the user's pending deposit before: the same
 		// answer again, for the same request.
-		if a.Fingerprint != Fingerprint(KindDeposit, c.Amount, bankIDOf(c.Request), c.UserID) {
-			return Decision{Tx: a.Tx}, fieldErr("processId", ErrProcessIDConflict,
-				"processId %q was already used with a different type, amount, bankId or userId", c.ProcessID)
-		}
-		return Decision{Tx: a.Tx, Repeat: true, AlreadyPending: true}, nil
+		d, err := repeat(a.Tx, a.Fingerprint, KindDeposit, c.Request)
+		d.AlreadyPending = err == nil
+		return d, err
 	}
 	if err := s.validateRequest(c.Request, KindDeposit); err != nil {
 		return Decision{Tx: -1}, err
@@ -490,11 +489,11 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 
 func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) events.Event) (Decision, error) {
 	if i, ok := s.ByProcessID(c.ProcessID); ok {
-		return s.repeat(i, KindWithdrawal, c.Request)
+		return repeat(i, s.Txs[i].Fingerprint, KindWithdrawal, c.Request)
 	}
 	if a, ok := s.aliases[c.ProcessID]; ok {
-		return Decision{Tx: a.Tx}, fieldErr("processId", ErrProcessIDConflict,
-			"processId %q already names a deposit", c.ProcessID)
+		// A deposit's fingerprint: always a conflict.
+		return repeat(a.Tx, a.Fingerprint, KindWithdrawal, c.Request)
 	}
 	if err := s.validateRequest(c.Request, KindWithdrawal); err != nil {
 		return Decision{Tx: -1}, err
