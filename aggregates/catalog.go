@@ -180,7 +180,7 @@ func (c *Catalog) decideCreateBank(cmd CreateBank, now time.Time, actor string) 
 	if !cmd.Deposit && !cmd.Withdraw {
 		return nil, fieldErr("deposit", ErrInvalidRequest, "a method must allow deposit, withdraw or both")
 	}
-	if err := checkAccounts(cmd.Deposit, cmd.Accounts); err != nil {
+	if err := checkAccounts("accounts", cmd.Deposit, cmd.Accounts); err != nil {
 		return nil, err
 	}
 	evs := []events.Event{{Name: events.BankCreatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankCreated{
@@ -229,7 +229,7 @@ func (c *Catalog) decideUpdateBank(cmd UpdateBank, now time.Time, actor string) 
 	if cmd.Accounts != nil {
 		accts = *cmd.Accounts
 	}
-	if err := checkAccounts(dep, accts); err != nil {
+	if err := checkAccounts("accounts", dep, accts); err != nil {
 		return nil, err
 	}
 	var evs []events.Event
@@ -257,13 +257,15 @@ func checkLimits(minA, maxA int64) error {
 	return nil
 }
 
-func checkAccounts(deposit bool, accts []events.Account) error {
+// checkAccounts checks the recipient accounts given as field: each
+// complete, and at least one for a deposit method.
+func checkAccounts(field string, deposit bool, accts []events.Account) error {
 	if deposit && len(accts) == 0 {
-		return fieldErr("accounts", ErrInvalidRequest, "a deposit method needs at least one recipient account")
+		return fieldErr(field, ErrInvalidRequest, "a deposit method needs at least one recipient account")
 	}
 	for i, a := range accts {
 		if strings.TrimSpace(a.AccountName) == "" || strings.TrimSpace(a.AccountNumber) == "" {
-			return fieldErr("accounts", ErrInvalidRequest, "account %d needs accountName and accountNumber", i)
+			return fieldErr(field, ErrInvalidRequest, "account %d needs accountName and accountNumber", i)
 		}
 	}
 	return nil

@@ -169,10 +169,9 @@ func checkSiteMethods(c SetSiteMethods) error {
 		if m.MinAmount < 0 || m.MaxAmount < 0 || m.MaxAmount > maxAmount || m.MinAmount != 0 && m.MaxAmount != 0 && m.MinAmount > m.MaxAmount {
 			return fieldErr(field+".minAmount", ErrInvalidRequest, "minAmount and maxAmount must be positive whole IQD, minAmount not above maxAmount (0: the method's)")
 		}
-		for _, a := range m.Accounts {
-			if strings.TrimSpace(a.AccountName) == "" || strings.TrimSpace(a.AccountNumber) == "" {
-				return fieldErr(field+".accounts", ErrInvalidRequest, "every account needs accountName and accountNumber")
-			}
+		// None: the method's own.
+		if err := checkAccounts(field+".accounts", false, m.Accounts); err != nil {
+			return err
 		}
 	}
 	return nil
