@@ -297,6 +297,12 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if c.Now && !s.Cfg.Sandbox {
 			return Decision{Tx: i}, ErrNotSandbox
 		}
+		if c.Now && actor != events.ActorMerchant {
+			// Early expiry is the merchant's trial of the flow
+			// (docs/merchant-api.md "Sandbox sites"), as the audit
+			// holds it.
+			return Decision{Tx: i}, ErrSandboxTransaction
+		}
 		if now.UnixMilli() < tx.ExpiresAt && !c.Now {
 			return Decision{Tx: i}, ErrNotDue
 		}

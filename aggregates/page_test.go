@@ -119,7 +119,11 @@ func TestSandbox_site(t *testing.T) {
 			assert.ErrorIs(t, err, ErrNotSandbox)
 			continue
 		}
-		d := f.do(now)
+		_, err = f.try(now)
+		assert.ErrorIs(t, err, ErrSandboxTransaction, "only its merchant expires a deposit early")
+		d, err := f.s.Decide(now, f.now, events.ActorMerchant)
+		require.NoError(t, err)
+		commitEvents(t, f.s, d.Events)
 		assert.Equal(t, events.DepositExpiredName, d.Events[0].Name)
 		assert.Equal(t, StatusExpired, f.s.Txs[i].Status)
 	}
