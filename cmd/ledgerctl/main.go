@@ -44,6 +44,7 @@ import (
 	"gateway/cmd/internal/natsauth"
 	"gateway/events"
 	"gateway/events/jsstore"
+	"gateway/ids"
 )
 
 // Exit statuses.
@@ -236,6 +237,21 @@ func usageErr(stderr io.Writer, fs *flag.FlagSet, err error) int {
 	return exitUsage
 }
 
+// checkSite refuses a --site that is no site id (it names a stream
+// subject) before a store is opened or a data directory locked for it.
+func checkSite(site string, required bool) error {
+	if site == "" {
+		if required {
+			return errors.New("--site is required")
+		}
+		return nil
+	}
+	if _, err := ids.ParseSite(site); err != nil {
+		return fmt.Errorf("--site: %w", err)
+	}
+	return nil
+}
+
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("audit", stderr)
 	var src source
@@ -258,6 +274,9 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *workers < 0 {
 		return usageErr(stderr, fs, errors.New("--workers must not be negative"))
+	}
+	if err := checkSite(*site, false); err != nil {
+		return usageErr(stderr, fs, err)
 	}
 	st, closeStore, err := src.open(ctx)
 	if err != nil {
@@ -322,8 +341,8 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if *site == "" {
-		return usageErr(stderr, fs, errors.New("--site is required"))
+	if err := checkSite(*site, true); err != nil {
+		return usageErr(stderr, fs, err)
 	}
 	if err := src.validate(); err != nil {
 		return usageErr(stderr, fs, err)
