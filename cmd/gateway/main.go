@@ -285,11 +285,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	var nc *nats.Conn
 	if o.nats == "" {
-		if err := os.MkdirAll(o.data, 0o700); err != nil {
-			return fmt.Errorf("data dir: %w", err)
-		}
 		// Two embedded servers on one directory corrupt it: held until
-		// this process ends, however it ends.
+		// this process ends, however it ends. LockDir makes the
+		// directory when it is missing.
 		unlock, err := jsstore.LockDir(o.data)
 		if err != nil {
 			return err

@@ -2,12 +2,13 @@
 
 package jsstore
 
-import "errors"
+import "os"
 
-// ErrDirInUse is returned by LockDir for a data directory another process
-// holds.
-var ErrDirInUse = errors.New("the data directory is in use by another process")
-
-// LockDir takes nothing where file locks are not available: the data
-// directory is not protected there.
-func LockDir(string) (func(), error) { return func() {}, nil }
+// LockDir only makes the data directory where file locks are not
+// available: it is not protected there.
+func LockDir(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return func() {}, nil
+}

@@ -53,3 +53,26 @@ func TestLockDir(t *testing.T) {
 	require.NoError(t, err, "free once the holder is gone")
 	r()
 }
+
+// A lock file holding anything but a process id is named as an unknown
+// holder, not echoed; a data directory that cannot be made is an error,
+// not a lock taken somewhere else.
+func TestLockDir_errors(t *testing.T) {
+	dir := t.TempDir()
+	release, err := jsstore.LockDir(dir)
+	require.NoError(t, err)
+	defer release()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".gateway.lock"), []byte("\x1b[2J12 evil\n"), 0o600))
+	_, err = jsstore.LockDir(dir)
+	require.ErrorIs(t, err, jsstore.ErrDirInUse)
+	assert.Contains(t, err.Error(), "(process unknown)")
+	assert.NotContains(t, err.Error(), "evil")
+
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	_, err = jsstore.LockDir(file)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, jsstore.ErrDirInUse)
+	_, err = jsstore.LockDir(filepath.Join(file, "data"))
+	require.Error(t, err)
+}

@@ -12,10 +12,6 @@ import (
 	"syscall"
 )
 
-// ErrDirInUse is returned by LockDir for a data directory another process
-// holds: two embedded servers on one directory corrupt it.
-var ErrDirInUse = errors.New("the data directory is in use by another process")
-
 // lockName is the lock file in a data directory.
 const lockName = ".gateway.lock"
 
@@ -33,14 +29,10 @@ func LockDir(dir string) (release func(), err error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		owner, _ := os.ReadFile(path)
+		owner := lockOwner(f)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			pid := strings.TrimSpace(string(owner))
-			if pid == "" {
-				pid = "unknown"
-			}
-			return nil, fmt.Errorf("%w: %s (process %s); stop it first, or read it through its NATS port (--nats)", ErrDirInUse, dir, pid)
+			return nil, fmt.Errorf("%w: %s (process %s); stop it first, or read it through its NATS port (--nats)", ErrDirInUse, dir, owner)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -50,4 +42,17 @@ func LockDir(dir string) (release func(), err error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// lockOwner is the process id the lock file f holds, "unknown" for
+// anything else: the file is only printed as a number, whatever was
+// written into it.
+func lockOwner(f *os.File) string {
+	b := make([]byte, 20)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || pid <= 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(pid)
 }
