@@ -153,6 +153,49 @@ func TestCluster_readYourWritesAcrossGateways(t *testing.T) {
 		}
 	}
 	assert.Empty(t, wrong, "lookups through the other gateway right after an acknowledged write (of %d)", n)
+	aliasAndSandboxAcross(t, a, b, site)
+}
+
+// aliasAndSandboxAcross writes through one gateway and at once through the
+// other: a second deposit for a user with one pending, which names the
+// pending one (deposit.alias_added), looked up by its processId; and a
+// sandbox site created through a, its first deposit through b (an appKey
+// b may not know yet) and approved by its merchant through a.
+func aliasAndSandboxAcross(t *testing.T, a, b string, site creds) {
+	t.Helper()
+	form := func(pid string) string {
+		return url.Values{"bankId": {"ZAINCASH"}, "processId": {pid}, "amount": {"5000"}, "userId": {"u-alias"},
+			"userName": {"user"}, "name": {"User"}}.Encode()
+	}
+	e, err := merchant(site, "POST", a, "/v1/transactions/deposit", form("alias-1"))
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, e.Code)
+	pending := decodeTx(t, e).TransactionID
+	e, err = merchant(site, "POST", b, "/v1/transactions/deposit", form("alias-2"))
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, e.Code)
+	assert.Equal(t, pending, decodeTx(t, e).TransactionID, "the user's pending deposit, through the other gateway")
+	e, err = byProcessID(site, a, "alias-2")
+	require.NoError(t, err)
+	if assert.Equal(t, 200, e.Status, "the alias through the first gateway: %s", e.Code) {
+		assert.Equal(t, pending, decodeTx(t, e).TransactionID)
+	}
+
+	var sb creds
+	opsCall(t, a, "POST", "/ops/v1/sites", map[string]any{"name": "Clustered sandbox", "sandbox": true}, &sb)
+	e, err = merchant(sb, "POST", b, "/v1/transactions/deposit", txForm("deposit", "sb-1", 5000))
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, "a deposit through b right after the site was created through a: %s", e.Code)
+	tx := decodeTx(t, e).TransactionID
+	e, err = merchant(sb, "POST", a, "/v1/sandbox/deposits/"+tx+"/approve", "")
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, "the sandbox approval through a: %s", e.Code)
+	assert.Equal(t, "approved", decodeTx(t, e).Status)
+	e, err = byProcessID(sb, b, "sb-1")
+	require.NoError(t, err)
+	if assert.Equal(t, 200, e.Status, e.Code) {
+		assert.Equal(t, "approved", decodeTx(t, e).Status, "the approval through b right after a acknowledged it")
+	}
 }
 
 // result is one merchant request's answer as a driver saw it.
