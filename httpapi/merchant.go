@@ -463,6 +463,13 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lang := aggregates.NormalizeLang(q.Get("lang"))
+	// A listing reads its writes (docs/ARCHITECTURE.md "Read-your-writes"):
+	// a method or a site's methods set through another gateway process a
+	// moment ago are listed.
+	if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	cfg, _ := s.cfg.Ledger.SiteConfig(info(r).siteID)
 	out := []method{}
 	for _, b := range s.cfg.Ledger.Catalog().Banks() {

@@ -343,4 +343,11 @@ func TestSiteMethods_acrossStacks(t *testing.T) {
 	require.Equal(t, "07700000001", d.BankAccountIban)
 	r = b.ops("PUT", "/ops/v1/sites/"+st.ID+"/methods", map[string]any{"methods": []map[string]any{{"bank": "NOSUCH"}}})
 	requireErr(t, r, 400, "unknown_bank", "methods[0].bank")
+
+	// Set through one process, listed at once by the other.
+	requireOK(t, a.ops("PUT", "/ops/v1/sites/"+st.ID+"/methods", map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH"}}}))
+	var banks []map[string]any
+	b.get(st, "/v1/banks", "type=deposit").decode(t, &banks)
+	require.Len(t, banks, 1)
+	require.Equal(t, "ZAINCASH", banks[0]["code"])
 }
