@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/client"
 	"gateway/internal/testkit"
 )
 
@@ -187,10 +189,37 @@ func aliasAndSandboxAcross(t *testing.T, a, b string, site creds) {
 	require.NoError(t, err)
 	require.Equal(t, 200, e.Status, "a deposit through b right after the site was created through a: %s", e.Code)
 	tx := decodeTx(t, e).TransactionID
+	// The site's callback stream through b, open before the approval
+	// through a: its position is the leader's end, and the approval,
+	// stored after it, is streamed.
+	sctx, cancel := context.WithTimeout(context.Background(), testkit.WaitFor)
+	defer cancel()
+	connected := make(chan struct{}, 1)
+	got := make(chan client.StreamEvent, 4)
+	go func() {
+		_ = client.New(b, sb.AppKey, sb.Secret).Callbacks(sctx, "", func(ev client.StreamEvent) error { got <- ev; return nil }, nil,
+			client.OnConnect(func(string) {
+				select {
+				case connected <- struct{}{}:
+				default:
+				}
+			}))
+	}()
+	select {
+	case <-connected:
+	case <-sctx.Done():
+		t.Fatal("the callback stream through b did not open")
+	}
 	e, err = merchant(sb, "POST", a, "/v1/sandbox/deposits/"+tx+"/approve", "")
 	require.NoError(t, err)
 	require.Equal(t, 200, e.Status, "the sandbox approval through a: %s", e.Code)
 	assert.Equal(t, "approved", decodeTx(t, e).Status)
+	select {
+	case ev := <-got:
+		assert.Equal(t, "deposit.approved", ev.Type, "streamed through b")
+	case <-sctx.Done():
+		t.Fatal("the approval through a was not streamed through b")
+	}
 	e, err = byProcessID(sb, b, "sb-1")
 	require.NoError(t, err)
 	if assert.Equal(t, 200, e.Status, e.Code) {
