@@ -380,6 +380,55 @@ func TestDispatcher_previousStatusFromStreamAfterRestart(t *testing.T) {
 	assert.Equal(t, TypeDepositApproved, cs[1].Msg.Type)
 }
 
+// readCounter is the fixture's store, counting the reads of a subject.
+type readCounter struct {
+	Store
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (r *readCounter) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
+	r.mu.Lock()
+	r.reads[filter]++
+	r.mu.Unlock()
+	return r.Store.Read(ctx, filter, from, fn)
+}
+
+func TestDispatcher_previousStatusOfThisTermWithoutReading(t *testing.T) {
+	f := newFixture(t)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/"))
+	st := &readCounter{Store: f.store, reads: map[string]int{}}
+	f.dispatcher(Config{Store: st, Ledger: f.led, Records: f.reader})
+	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "site consumed")
+
+	// Created in this term: the dispatcher saw the site's first creation
+	// (the only one it decodes) and knows every later transaction's status.
+	// A withdrawal rejected while pending, and a deposit approved after
+	// its expiry time (not expired yet), are what only that knowledge
+	// tells apart from the stream's history.
+	_ = f.deposit("s1", 100)
+	late, req := f.depositEvent("s1", 200, time.Now().Add(-time.Minute))
+	f.append("s1", req)
+	w, paid := f.withdrawal("s1", 50), f.withdrawal("s1", 60)
+	f.append("s1", ev(&events.DepositApproved{TxID: late, Amount: 200, Requested: 200}, time.Now()),
+		ev(&events.WithdrawalProcessing{TxID: paid}, time.Now()))
+	f.append("s1", ev(&events.WithdrawalRejected{TxID: w, Reason: "closed account"}, time.Now()),
+		ev(&events.WithdrawalPaid{TxID: paid, Reference: "r-1"}, time.Now()))
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.calls()) == 3 }, "three callbacks")
+	prev := map[string]any{}
+	for _, c := range rcv.calls() {
+		prev[c.Msg.Type] = c.Msg.Data["previousStatus"]
+	}
+	assert.Equal(t, map[string]any{TypeDepositApproved: "pending", TypeWithdrawalRejected: "pending",
+		TypeWithdrawalPaid: "processing"}, prev)
+	subj, err := events.SiteSubject("s1")
+	require.NoError(t, err)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	assert.Zero(t, st.reads[subj], "no transaction's history was read back from the stream")
+}
+
 func TestDispatcher_hangingSiteDoesNotDelayOthers(t *testing.T) {
 	f := newFixture(t)
 	hanging := newReceiver(t, func(callback, int) (int, http.Header) { return -1, nil })

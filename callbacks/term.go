@@ -201,9 +201,15 @@ func (t *term) dispatch(m jetstream.Msg) {
 		return
 	}
 	fresh := seq > t.maxSeq
+	// Creations are most messages, and only a site's first one in the
+	// term is read (by the tracker): the others are not decoded.
+	var skip func(string) bool
+	if !fresh || t.track.covers(site) {
+		skip = isCreation
+	}
 	t.mu.Unlock()
 
-	evs, err := events.Decode(m.Data())
+	evs, err := events.DecodeExcept(m.Data(), skip)
 	if err != nil {
 		// Nothing can be delivered from it, and it would come back for
 		// ever: the audit reports corrupt messages.

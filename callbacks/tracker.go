@@ -45,6 +45,19 @@ func newTracker() *tracker {
 	return &tracker{status: map[ids.TxID]aggregates.Status{}, covered: map[ids.SiteID]int32{}}
 }
 
+// covers reports whether the tracker has seen a creation of site in this
+// term: it reads no later one (observe).
+func (t *tracker) covers(site ids.SiteID) bool {
+	_, ok := t.covered[site]
+	return ok
+}
+
+// isCreation reports whether name is an event the tracker reads only as a
+// site's first creation of the term, and no callback comes of.
+func isCreation(name string) bool {
+	return name == events.DepositRequestedName || name == events.WithdrawalRequestedName
+}
+
 // isCovered reports whether the tracker has seen every event of txID.
 func (t *tracker) isCovered(txID ids.TxID) bool {
 	idx, ok := txID.Index()

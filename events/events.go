@@ -253,7 +253,17 @@ func encodeKeyInt(enc *msgpack.Encoder, k string, v int64) error {
 // a copy: an audit decodes a million messages, and the envelope was most of
 // that work. It accepts and refuses what unmarshalling into wireMessage
 // does (decode_test.go holds the two side by side).
-func Decode(b []byte) ([]Event, error) {
+func Decode(b []byte) ([]Event, error) { return DecodeExcept(b, nil) }
+
+// DecodeExcept is Decode that leaves the payload of every event skip
+// names undecoded: such an event has its name, time, actor and chain hash,
+// and a nil Payload. A reader that acts on a few kinds of event saves
+// decoding the others, most of a busy stream: the callback dispatcher
+// reads every message, and most are creations it has no use for
+// (BENCHMARKS.md, "Less work per message"). A skipped payload is not
+// checked either, so skip must name only events the caller never reads;
+// nil skips none.
+func DecodeExcept(b []byte, skip func(name string) bool) ([]Event, error) {
 	r := bytes.NewReader(b)
 	d := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(d)
@@ -267,9 +277,12 @@ func Decode(b []byte) ([]Event, error) {
 	}
 	out := make([]Event, len(m.events))
 	for i, w := range m.events {
-		p, err := decodePayload(w.name, w.data)
-		if err != nil {
-			return nil, err
+		var p Payload
+		if skip == nil || !skip(w.name) {
+			var err error
+			if p, err = decodePayload(w.name, w.data); err != nil {
+				return nil, err
+			}
 		}
 		if w.prevLen != 32 {
 			return nil, fmt.Errorf("%w: %s prev hash has %d bytes", ErrCorrupt, w.name, w.prevLen)

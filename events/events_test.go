@@ -75,6 +75,46 @@ func TestDecode_errors(t *testing.T) {
 	}
 }
 
+func TestDecodeExcept(t *testing.T) {
+	b, _, err := Seal([32]byte{}, sample())
+	require.NoError(t, err)
+	full, err := Decode(b)
+	require.NoError(t, err)
+	skipWithdrawals := func(name string) bool { return name == WithdrawalRequestedName }
+
+	got, err := DecodeExcept(b, skipWithdrawals)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, full[0], got[0], "an event not skipped decodes as by Decode")
+	assert.Nil(t, got[1].Payload, "a skipped event's payload is not decoded")
+	assert.Equal(t, []any{full[1].Name, full[1].Time, full[1].Actor, full[1].Prev},
+		[]any{got[1].Name, got[1].Time, got[1].Actor, got[1].Prev})
+	hf, err := Hash(full[1])
+	require.NoError(t, err)
+	hg, err := Hash(got[1])
+	require.NoError(t, err)
+	assert.Equal(t, hf, hg, "a skipped event still hashes as stored")
+
+	// A skipped payload is not read: one that would not decode is no error.
+	badPayload, err := msgpack.Marshal(&wireMessage{Version: 1, Events: []wireEvent{
+		{Name: WithdrawalRequestedName, Data: []byte{0xa1, 'x'}, Prev: make([]byte, 32)}}}) // a string, not a map
+	require.NoError(t, err)
+	_, err = Decode(badPayload)
+	require.ErrorIs(t, err, ErrCorrupt)
+	got, err = DecodeExcept(badPayload, skipWithdrawals)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Nil(t, got[0].Payload)
+
+	// The envelope is read as by Decode.
+	badPrev, err := msgpack.Marshal(&wireMessage{Version: 1, Events: []wireEvent{{Name: WithdrawalRequestedName, Data: []byte{0x80}, Prev: []byte{1}}}})
+	require.NoError(t, err)
+	for name, in := range map[string][]byte{"garbage": {0xc1, 0x00}, "short prev": badPrev} {
+		_, err := DecodeExcept(in, skipWithdrawals)
+		assert.ErrorIs(t, err, ErrCorrupt, name)
+	}
+}
+
 func TestSealIsUniquePerMessage(t *testing.T) {
 	evs := func() []Event {
 		return []Event{{Name: TreasuryAdjustedName, Time: 1, Actor: "op-1", Payload: &TreasuryAdjusted{Amount: 5, Reason: "r"}}}
