@@ -339,8 +339,8 @@ func (wk *worker) one(ctx context.Context, client *http.Client, endpoint string,
 // request; the checker later turns flags into failures.
 func (wk *worker) keep(raw []byte, t loadTarget, tag string, i int) okRec {
 	rec := okRec{idx: uint32(i), site: uint32(t.siteOf(i)), flags: flagKept}
-	var env txEnvelope
-	if err := json.Unmarshal(raw, &env); err != nil || env.Data == nil {
+	env, err := decodeAnswer(raw)
+	if err != nil || env.Data == nil {
 		rec.flags |= flagNoTxID | flagHashBad
 		return rec
 	}
