@@ -75,6 +75,10 @@ func unmarshalStrict(r *http.Request, body []byte, v any) error {
 		// or reason would be stored other than it was sent.
 		return errBad("invalid_request", "", "the body is not valid UTF-8")
 	}
+	if loneSurrogate(body) {
+		// encoding/json would read it as U+FFFD, as it would a bad byte.
+		return errBad("invalid_request", "", `the body holds a \u escape of half a UTF-16 surrogate pair, which is no character`)
+	}
 	if k := duplicateKey(body); k != "" {
 		return errBad("invalid_request", k, k+" is given more than once")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -244,4 +245,45 @@ func keyPath(stack []keyFrame, keys []string, k string) string {
 	}
 	b.WriteString(k)
 	return b.String()
+}
+
+// loneSurrogate reports whether a string of body has a \u escape of a
+// UTF-16 surrogate (D800 to DFFF) that is not the high half of a pair
+// followed at once by its low half. It reads only escapes inside strings;
+// whether the rest is valid JSON is the decoder's to say.
+func loneSurrogate(body []byte) bool {
+	inString := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			if i+1 < len(body) && body[i+1] != 'u' {
+				i++ // an escape of one character: \" and \\ end nothing
+				continue
+			}
+			r, ok := escapedUnit(body, i)
+			if !ok || r < 0xd800 || r > 0xdfff {
+				continue
+			}
+			if r >= 0xdc00 { // a low half with no high half before it
+				return true
+			}
+			low, ok := escapedUnit(body, i+6)
+			if !ok || low < 0xdc00 || low > 0xdfff {
+				return true
+			}
+			i += 11
+		}
+	}
+	return false
+}
+
+// escapedUnit reads the \uXXXX escape at body[i:], if there is one.
+func escapedUnit(body []byte, i int) (rune, bool) {
+	if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(body[i+2:i+6]), 16, 16)
+	return rune(v), err == nil
 }

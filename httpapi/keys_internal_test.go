@@ -38,3 +38,26 @@ func TestDuplicateKey(t *testing.T) {
 		assert.Equal(t, want, duplicateKey([]byte(body)), "%s", body)
 	}
 }
+
+func TestLoneSurrogate(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"reason":"no transfer"}`:           false,
+		`{"reason":"\ud83d\ude00 paid"}`:     false, // a pair: one character
+		`{"reason":"\u00e9\n\"\\"}`:          false,
+		`{"reason":"\\ud800"}`:               false, // a backslash, then text
+		`{"reason":"\\\ud83d\ude00"}`:        false,
+		`{"reason":"\ud800"}`:                true,
+		`{"reason":"\uDBFF"}`:                true,
+		`{"reason":"\udc00"}`:                true, // a low half alone
+		`{"reason":"\ud800x\udc00"}`:         true,
+		`{"reason":"\ud800\u0041"}`:          true,
+		`{"reason":"\ud800\ud800\udc00"}`:    true,
+		`{"reason":"\\\ud800"}`:              true,
+		`{"a":"x","\udfff":1}`:               true, // in a key too
+		`{"reason":"\ud800`:                  true,
+		`{"reason":"\ud8`:                    false, // cut short: the decoder says so
+		`{"reason":"\ud83d\ude00","b":"\\"}`: false,
+	} {
+		assert.Equal(t, want, loneSurrogate([]byte(body)), "%s", body)
+	}
+}

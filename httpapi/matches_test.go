@@ -272,5 +272,18 @@ func TestOpsBodies_invalidUTF8(t *testing.T) {
 		requireErr(t, r, 400, "invalid_request", "")
 		require.Contains(t, r.Message, "UTF-8")
 	}
+	// Half a surrogate pair escaped would be read as U+FFFD too.
+	for path, body := range map[string]string{
+		"/ops/v1/deposits/" + d.TransactionID + "/reject": `{"reason":"no \ud800 transfer"}`,
+		"/ops/v1/sites/" + st.ID + "/adjustments":         `{"amount":5,"reason":"fee \udc00"}`,
+	} {
+		r := s.send(t, "POST", path, body, hdr)
+		requireErr(t, r, 400, "invalid_request", "")
+		require.Contains(t, r.Message, "surrogate")
+	}
 	require.Equal(t, before, s.eventCount(t, st.ID))
+	// A whole pair is one character, stored as sent.
+	r := s.send(t, "POST", "/ops/v1/deposits/"+d.TransactionID+"/reject", `{"reason":"no transfer \ud83d\ude00"}`, hdr)
+	require.Equal(t, 200, r.Status, r.Message)
+	require.Equal(t, before+1, s.eventCount(t, st.ID))
 }
