@@ -439,8 +439,10 @@ func runRef(ctx context.Context, o options, dir string, cfg loadConfig) (*LoadRe
 		return nil, err
 	}
 	t := loadTarget{name: "refgw", bases: []string{base}, kind: "deposit", bank: "zain", sites: []site{{ID: "ref", AppKey: "ref", Secret: "refsecret"}}}
+	cpu := startCPU(p)
 	res := runLoad(ctx, t, cfg, !o.quiet)
 	rep := newLoadReport("refgw", "deposit", res.total, res.codes, res.lats, res.elapsed, res.stopped)
+	cpu.attach(rep, res.total)
 	rep.setGap(longestGap(res.okAt, res.elapsed))
 	attachRSS(rep, p)
 	if ctx.Err() != nil {
@@ -597,8 +599,14 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 	logf("setup: method %s (_id %s), %d site(s), seed %d, in %s", m.Code, m.ID, len(sites), seed, time.Since(t0).Round(time.Millisecond))
 
 	t := loadTarget{name: "gateway", bases: bases, kind: o.kind, bank: m.Code, sites: sites, strict: true, bySite: o.bySite, hot: o.hot}
+	var server *proc // nil with -url: only the load test's own CPU is read
+	if g != nil {
+		server = g.p
+	}
+	cpu := startCPU(server)
 	res := runLoad(ctx, t, cfg, !o.quiet)
 	rep := newLoadReport("gateway", o.kind, res.total, res.codes, res.lats, res.elapsed, res.stopped)
+	cpu.attach(rep, res.total)
 	rep.URLs = res.perURL
 	rep.setGap(longestGap(res.okAt, res.elapsed))
 	if g != nil {

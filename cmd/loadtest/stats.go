@@ -67,6 +67,11 @@ type LoadReport struct {
 	StoppedEarly bool           `json:"stoppedEarly,omitempty"`
 	RSSPeakMiB   *float64       `json:"rssPeakMiB,omitempty"`
 	RSSMiB       *float64       `json:"rssMiB,omitempty"`
+	// ServerCPUus is the CPU time (user and system) the spawned server
+	// used during the phase, and ClientCPUus the load test's own, in µs a
+	// request (see cpu.go).
+	ServerCPUus *float64 `json:"serverCpuUsPerRequest,omitempty"`
+	ClientCPUus *float64 `json:"clientCpuUsPerRequest,omitempty"`
 	// URLs are the gateways the clients were spread over, with each one's share.
 	URLs []URLStats `json:"urls,omitempty"`
 	// The answers that were not 200, by what they tell a merchant: 503 means
@@ -184,6 +189,12 @@ func (r *LoadReport) Line() string {
 	}
 	if r.RSSMiB != nil {
 		fmt.Fprintf(&b, " rss=%.2fMiB", *r.RSSMiB)
+	}
+	if r.ServerCPUus != nil {
+		fmt.Fprintf(&b, " cpu_per_req=%.1fus", *r.ServerCPUus)
+	}
+	if r.ClientCPUus != nil {
+		fmt.Fprintf(&b, " loadtest_cpu_per_req=%.1fus", *r.ClientCPUus)
 	}
 	if r.StoppedEarly {
 		b.WriteString(" (stopped by -max)")
