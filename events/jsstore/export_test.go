@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -77,6 +78,26 @@ func FsyncNextWaiters(s *Store) int {
 	}
 	return s.fsync.next.waiters
 }
+
+// SetGatherFor bounds how long a due fsync round gathers appends in flight.
+func SetGatherFor(s *Store, d time.Duration) { s.fsync.gatherFor = d }
+
+// HoldSend counts an append as sent to the server without sending one, as
+// if its answer were on its way; release settles it.
+func HoldSend(s *Store) (release func()) {
+	s.fsync.sending()
+	return s.fsync.unsent
+}
+
+// FsyncGathering reports whether the next fsync round is gathering.
+func FsyncGathering(s *Store) bool {
+	s.fsync.mu.Lock()
+	defer s.fsync.mu.Unlock()
+	return s.fsync.gathering
+}
+
+// FsyncInFlight is how many appends were sent and are not settled.
+func FsyncInFlight(s *Store) uint64 { return s.fsync.sent.Load() - s.fsync.settled.Load() }
 
 // MsgsDir is where the embedded server under dir keeps a stream's blocks.
 var MsgsDir = msgsDir

@@ -374,3 +374,77 @@ func TestFileSync_replacedBlockStopsTheStore(t *testing.T) {
 	_, err = st.Append(ctx, subj, 2, []byte("three"))
 	assert.ErrorIs(t, err, events.ErrUnavailable)
 }
+
+// A round that is due waits for the appends already sent, so that one
+// fsync answers them too, and starts once they are answered.
+func TestFileSync_roundGathersAppendsInFlight(t *testing.T) {
+	_, st := syncedStore(t)
+	ctx := context.Background()
+	var log fsyncLog
+	log.watch(t, st)
+	// Bounded far beyond the test: only the settling ends the gathering.
+	jsstore.SetGatherFor(st, time.Hour)
+	_, err := st.Append(ctx, siteSubject("warm"), 0, []byte("first round: older blocks and the directory"))
+	require.NoError(t, err)
+	syncsBefore := log.blockSyncs()
+	doneBefore := st.Fsyncs().Done.Load()
+
+	// Two appends on their way. Gathering counts answers, not whose: b's
+	// answer stands in for one of them, the release for the other.
+	release := jsstore.HoldSend(st)
+	defer jsstore.HoldSend(st)()
+	errs := make(chan error, 2)
+	go func() { _, err := st.Append(ctx, siteSubject("a"), 0, []byte("a")); errs <- err }()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		return jsstore.FsyncGathering(st) && jsstore.FsyncNextWaiters(st) == 1
+	}, "the round for a gathering, a waiting")
+	// Another append acknowledged meanwhile joins the same round.
+	go func() { _, err := st.Append(ctx, siteSubject("b"), 0, []byte("b")); errs <- err }()
+	testkit.Eventually(t, 10*time.Second, func() bool { return jsstore.FsyncNextWaiters(st) == 2 }, "b waiting too")
+	assert.Equal(t, syncsBefore, log.blockSyncs(), "no fsync while the round gathers")
+	select {
+	case err := <-errs:
+		t.Fatalf("an append was answered before its round: %v", err)
+	default:
+	}
+
+	release()
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	assert.Equal(t, syncsBefore+1, log.blockSyncs(), "one fsync answered both")
+	assert.Equal(t, doneBefore+1, st.Fsyncs().Done.Load())
+	assert.False(t, jsstore.FsyncGathering(st))
+}
+
+// An answer that does not come holds a round back gatherFor at most.
+func TestFileSync_gatheringIsBounded(t *testing.T) {
+	_, st := syncedStore(t)
+	jsstore.SetGatherFor(st, 20*time.Millisecond)
+	release := jsstore.HoldSend(st)
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 3 {
+		_, err := st.Append(ctx, siteSubject("alone"), uint64(i), []byte("x"))
+		require.NoError(t, err, "answered although an append in flight never settles")
+	}
+}
+
+// Every append sent is settled, whatever its answer: a round never gathers
+// for one that is over.
+func TestFileSync_everyAppendSettles(t *testing.T) {
+	_, st := syncedStore(t)
+	ctx := context.Background()
+	subj := siteSubject("s")
+	_, err := st.Append(ctx, subj, 0, []byte("one"))
+	require.NoError(t, err)
+	_, err = st.Append(ctx, subj, 0, []byte("stale"))
+	require.ErrorIs(t, err, events.ErrConflict)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = st.Append(cctx, subj, 1, []byte("cancelled"))
+	require.Error(t, err)
+	_, err = st.Append(ctx, subj, 1, bytes.Repeat([]byte("x"), 9<<20)) // over the stream's message size
+	require.Error(t, err)
+	assert.Zero(t, jsstore.FsyncInFlight(st))
+}

@@ -170,6 +170,7 @@ func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, d
 		if err := s.fsync.usable(); err != nil {
 			return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, err)
 		}
+		s.fsync.sending()
 	}
 	var seq uint64
 	var err error
@@ -178,7 +179,11 @@ func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, d
 	} else {
 		seq, err = s.appendOne(ctx, subject, expectLast, data)
 	}
-	if err != nil || s.fsync == nil {
+	if s.fsync == nil {
+		return seq, err
+	}
+	if err != nil {
+		s.fsync.unsent()
 		return seq, err
 	}
 	if err := s.fsync.stored(ctx, seq); err != nil {
