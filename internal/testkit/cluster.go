@@ -156,22 +156,30 @@ func (c *Cluster) URLs() string {
 }
 
 // WaitReady waits until every running node sees a JetStream meta leader
-// and is current with it.
+// and is current with it, and the leader counts every running node online
+// (a replicated stream can then be placed).
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
 	Eventually(c.t, WaitFor, func() bool {
-		leader := false
+		var leader *Node
+		running := 0
 		for _, n := range c.Nodes {
 			if !n.Running() {
 				continue
 			}
+			running++
 			if !n.srv.JetStreamIsCurrent() {
 				return false
 			}
-			leader = leader || n.srv.JetStreamIsLeader()
+			if n.srv.JetStreamIsLeader() {
+				leader = n
+			}
 		}
-		return leader
-	}, "the cluster has a JetStream meta leader")
+		// A replicated stream is placed only on peers the meta leader has
+		// stats from: until then its creation fails with "no suitable
+		// peers for placement, peer offline".
+		return leader != nil && len(leader.srv.JetStreamClusterPeers()) >= running
+	}, "the cluster has a JetStream meta leader that counts every running node online")
 }
 
 // StreamLeader returns the node leading the ledger stream, waiting for one.
