@@ -225,6 +225,44 @@ func aliasAndSandboxAcross(t *testing.T, a, b string, site creds) {
 	if assert.Equal(t, 200, e.Status, e.Code) {
 		assert.Equal(t, "approved", decodeTx(t, e).Status, "the approval through b right after a acknowledged it")
 	}
+
+	// The other sandbox actions, each through the gateway that did not
+	// store the deposit a moment ago, read back through the one that did,
+	// and streamed through b; then a test callback asked through a.
+	for _, act := range []struct{ pid, create, move, action, status, typ string }{
+		{"sb-2", a, b, "reject", "rejected", "deposit.rejected"},
+		{"sb-3", b, a, "expire", "expired", "deposit.expired"},
+	} {
+		e, err := merchant(sb, "POST", act.create, "/v1/transactions/deposit", txForm("deposit", act.pid, 5000))
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status, e.Code)
+		id := decodeTx(t, e).TransactionID
+		e, err = merchant(sb, "POST", act.move, "/v1/sandbox/deposits/"+id+"/"+act.action, "")
+		require.NoError(t, err)
+		require.Equal(t, 200, e.Status, "%s through the other gateway: %s", act.action, e.Code)
+		assert.Equal(t, act.status, decodeTx(t, e).Status)
+		e, err = byProcessID(sb, act.create, act.pid)
+		require.NoError(t, err)
+		if assert.Equal(t, 200, e.Status, e.Code) {
+			assert.Equal(t, act.status, decodeTx(t, e).Status, "read back through the gateway that created it")
+		}
+		select {
+		case ev := <-got:
+			assert.Equal(t, act.typ, ev.Type, "streamed through b")
+		case <-sctx.Done():
+			t.Fatalf("the %s was not streamed through b", act.action)
+		}
+	}
+	e, err = merchant(sb, "POST", a, "/v1/sandbox/transactions/"+tx+"/callbacks", url.Values{"type": {"deposit.rejected"}}.Encode())
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, "a test callback through a: %s", e.Code)
+	select {
+	case ev := <-got:
+		assert.Equal(t, "deposit.rejected", ev.Type, "the test callback streamed through b")
+		assert.Contains(t, string(ev.Body), `"test":true`)
+	case <-sctx.Done():
+		t.Fatal("the test callback asked through a was not streamed through b")
+	}
 }
 
 // result is one merchant request's answer as a driver saw it.
