@@ -1,5 +1,8 @@
 package ledger
 
+// The write path: a command queued on its site (Execute), the site's
+// commit loop on a committer, and the commit of each batch.
+
 import (
 	"context"
 	"errors"
@@ -9,6 +12,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/ids"
 )
 
 // A batch is given until the latest deadline of its callers, at most
@@ -256,4 +260,110 @@ func safely(fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// Execute runs a command on a site and waits for its outcome. Commands for
+// one site queue up while an append is in flight and are committed together.
+func (l *Ledger) Execute(ctx context.Context, siteID ids.SiteID, cmd aggregates.Command, actor string) (Result, error) {
+	none := Result{Decision: aggregates.Decision{Tx: -1}}
+	if l.closed.Load() {
+		return none, ErrClosed
+	}
+	_, isCreate := cmd.(aggregates.CreateSite)
+	e, err := l.entry(siteID, isCreate)
+	if err != nil {
+		return none, err
+	}
+	if e == nil {
+		// The site may have been created through another process: wait
+		// for the follower to bring it here.
+		if e, err = l.awaitSite(ctx, siteID); err != nil {
+			return none, err
+		}
+	}
+	o := &op{cmd: cmd, actor: actor, ctx: ctx, done: make(chan struct{})}
+	e.qmu.Lock()
+	e.queue = append(e.queue, o)
+	start := !e.running
+	e.running = true
+	e.qmu.Unlock()
+	if start {
+		l.startLoop(e)
+	}
+	select {
+	case <-o.done:
+		return o.res, o.err
+	case <-ctx.Done():
+	}
+	if o.state.CompareAndSwap(opQueued, opAbandoned) {
+		// Not yet taken by the committer, and now it never will be.
+		return none, fmt.Errorf("%w: %v", events.ErrUnavailable, ctx.Err())
+	}
+	// Taken: its batch ends by the latest deadline of its callers (plus
+	// the time to resolve a failed append), and the answer must be what
+	// actually happened to it.
+	<-o.done
+	return o.res, o.err
+}
+
+// commitLoop drains a site's queue batch by batch until it is empty.
+func (l *Ledger) commitLoop(e *entry) {
+	for l.commitBatch(e) {
+	}
+}
+
+// startLoop runs the site's commit loop on an idle committer, or a new
+// one. Committers are kept a while between loops because a fresh
+// goroutine per loop spent a share of every write growing its stack: over
+// many sites, most loops commit one batch.
+func (l *Ledger) startLoop(e *entry) {
+	select {
+	case l.loops <- e:
+	default:
+		l.committers.Add(1)
+		go l.committer(e)
+	}
+}
+
+// committer runs commit loops, the first for e, until it has been idle
+// for committerIdle.
+func (l *Ledger) committer(e *entry) {
+	idle := time.NewTimer(committerIdle)
+	defer idle.Stop()
+	for {
+		l.commitLoop(e)
+		idle.Reset(committerIdle)
+		select {
+		case e = <-l.loops:
+		case <-idle.C:
+			return
+		}
+	}
+}
+
+// committerIdle is how long a committer waits for another site's loop.
+const committerIdle = 2 * time.Second
+
+// commitBatch commits the next batch of the site's queue and answers its
+// callers; it reports false, and ends the site's loop, when the queue is
+// empty.
+func (l *Ledger) commitBatch(e *entry) bool {
+	e.qmu.Lock()
+	n := len(e.queue)
+	if n == 0 {
+		e.running = false
+		e.qmu.Unlock()
+		return false
+	}
+	if n > l.cfg.MaxBatch {
+		n = l.cfg.MaxBatch
+	}
+	batch := e.queue[:n:n]
+	e.queue = append([]*op(nil), e.queue[n:]...)
+	e.qmu.Unlock()
+	l.commit(e, batch)
+	for _, o := range batch {
+		close(o.done)
+	}
+	return true
 }
