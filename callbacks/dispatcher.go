@@ -372,3 +372,38 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	}
 	return err
 }
+
+// siteConfig returns the site's settings once the ledger has applied the
+// stream up to at least seq (so a callbackUrl set just before the event is
+// seen, and the site's state covers the event).
+func (d *Dispatcher) siteConfig(ctx context.Context, site ids.SiteID, seq uint64) (*aggregates.Config, error) {
+	if err := d.caughtUp(ctx, site, seq); err != nil {
+		return nil, err
+	}
+	cfg, _ := d.cfg.Ledger.SiteConfig(site)
+	return cfg, nil
+}
+
+// caughtUp waits until the ledger has followed the stream to seq. The
+// follower is normally there already or within milliseconds, and waiting
+// for it costs nothing; only if it is slow is the one site caught up from
+// the stream, which reads the store and queues behind the site's appends.
+func (d *Dispatcher) caughtUp(ctx context.Context, site ids.SiteID, seq uint64) error {
+	for wait := time.Millisecond; d.cfg.Ledger.Followed() < seq; wait *= 2 {
+		if wait > 256*time.Millisecond {
+			return retry(ctx, func() error {
+				err := d.cfg.Ledger.Read(ctx, site, fresh, nil)
+				if errors.Is(err, aggregates.ErrSiteNotFound) {
+					return nil
+				}
+				return err
+			})
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
