@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gateway/events/jsstore"
 	"gateway/internal/testkit"
@@ -58,6 +60,51 @@ func BenchmarkStore_writeBatch(b *testing.B) {
 				}
 				copy(last, seqs)
 			}
+		})
+	}
+}
+
+// What gathering an fsync round saves (docs/ARCHITECTURE.md, "One fsync
+// for many sites"): 64 writers, each appending to its own subject one
+// append after another, as 64 clients over many sites do, on the
+// embedded default (the store fsyncs the block files), with rounds that
+// start at once and with rounds that gather:
+//
+//	go test -run X -bench Store_fsyncRounds -benchtime 20000x ./events/jsstore/
+//
+// ns/op is per append; appends/fsync is how many appends a round answered.
+func BenchmarkStore_fsyncRounds(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		gather time.Duration
+	}{{"at once", 0}, {"gathering", -1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := testkit.StartServer(b, jsstore.ServerConfig{})
+			st := testkit.OpenStore(b, srv.Conn("bench"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+			if tc.gather >= 0 {
+				jsstore.SetGatherFor(st, tc.gather)
+			}
+			const writers = 64
+			var next atomic.Int64
+			before := st.Fsyncs().Done.Load()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for k := range writers {
+				wg.Go(func() {
+					var last uint64
+					for next.Add(1) <= int64(b.N) {
+						seq, err := st.Append(context.Background(), siteSubject(fmt.Sprint("w", k)), last, make([]byte, 300))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						last = seq
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/float64(st.Fsyncs().Done.Load()-before), "appends/fsync")
 		})
 	}
 }
