@@ -89,9 +89,9 @@ func TestNewLoadReport(t *testing.T) {
 func TestComputeMedians(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
 	runs := []RunReport{
-		{Gateway: &LoadReport{Throughput: 10, P99Ms: 5, P999Ms: 9, LongestGapMs: 1, RSSPeakMiB: f(100)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{0.5, 5}, RestartToReadyS: f(1)},
-		{Gateway: &LoadReport{Throughput: 30, P99Ms: 7, P999Ms: 8, LongestGapMs: 300, RSSPeakMiB: f(300)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{1.5, 7}, RestartToReadyS: f(3)},
-		{Gateway: &LoadReport{Throughput: 20, P99Ms: 6, P999Ms: 7, LongestGapMs: 2}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{1, 6}, RestartToReadyS: f(2)},
+		{Gateway: &LoadReport{Throughput: 10, P99Ms: 5, P999Ms: 9, LongestGapMs: 1, RSSPeakMiB: f(100), ServerCPUus: f(120), ClientCPUus: f(50)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1, ServerCPUus: f(60)}, Ratio: &Ratios{0.5, 5}, RestartToReadyS: f(1)},
+		{Gateway: &LoadReport{Throughput: 30, P99Ms: 7, P999Ms: 8, LongestGapMs: 300, RSSPeakMiB: f(300), ServerCPUus: f(100), ClientCPUus: f(40)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1, ServerCPUus: f(50)}, Ratio: &Ratios{1.5, 7}, RestartToReadyS: f(3)},
+		{Gateway: &LoadReport{Throughput: 20, P99Ms: 6, P999Ms: 7, LongestGapMs: 2, ServerCPUus: f(140), ClientCPUus: f(45)}, Ref: &LoadReport{Throughput: 20, P99Ms: 1}, Ratio: &Ratios{1, 6}, RestartToReadyS: f(2)},
 	}
 	m := computeMedians(runs)
 	if m.Gateway.Throughput != 20 || m.Gateway.P99Ms != 6 || m.Gateway.P999Ms != 8 || m.Gateway.LongestGapMs != 2 || m.Ratio.Throughput != 1 || m.Ratio.P99 != 6 {
@@ -102,6 +102,15 @@ func TestComputeMedians(t *testing.T) {
 	}
 	if m.Gateway.RestartToReadyS == nil || *m.Gateway.RestartToReadyS != 2 {
 		t.Errorf("restart median")
+	}
+	if m.Gateway.ServerCPUus == nil || *m.Gateway.ServerCPUus != 120 || m.Gateway.ClientCPUus == nil || *m.Gateway.ClientCPUus != 45 {
+		t.Errorf("CPU medians %v %v", m.Gateway.ServerCPUus, m.Gateway.ClientCPUus)
+	}
+	if m.Ref.ServerCPUus != nil {
+		t.Errorf("refgw CPU median reported although one run lacks it")
+	}
+	if line := m.Gateway.Line("gateway"); !strings.Contains(line, " cpu_per_req=120.0us loadtest_cpu_per_req=45.0us") {
+		t.Errorf("median line %q", line)
 	}
 }
 

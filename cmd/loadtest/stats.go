@@ -290,6 +290,8 @@ type Figures struct {
 	RSSPeakMiB      *float64 `json:"rssPeakMiB,omitempty"`
 	RSSMiB          *float64 `json:"rssMiB,omitempty"`
 	RestartToReadyS *float64 `json:"restartToReadySeconds,omitempty"`
+	ServerCPUus     *float64 `json:"serverCpuUsPerRequest,omitempty"`
+	ClientCPUus     *float64 `json:"clientCpuUsPerRequest,omitempty"`
 }
 
 // Medians holds the median of every figure over all runs.
@@ -345,6 +347,8 @@ func medianFigures(rs []*LoadReport, restart []float64) *Figures {
 		LongestGapMs: pick(func(r *LoadReport) float64 { return r.LongestGapMs }),
 		RSSPeakMiB:   optional(func(r *LoadReport) *float64 { return r.RSSPeakMiB }),
 		RSSMiB:       optional(func(r *LoadReport) *float64 { return r.RSSMiB }),
+		ServerCPUus:  optional(func(r *LoadReport) *float64 { return r.ServerCPUus }),
+		ClientCPUus:  optional(func(r *LoadReport) *float64 { return r.ClientCPUus }),
 	}
 	if len(restart) == len(rs) {
 		m := round2(median(restart))
@@ -399,6 +403,12 @@ func (f *Figures) Line(label string) string {
 	}
 	if f.RestartToReadyS != nil {
 		fmt.Fprintf(&b, " restart_to_ready=%.2fs", *f.RestartToReadyS)
+	}
+	if f.ServerCPUus != nil {
+		fmt.Fprintf(&b, " cpu_per_req=%.1fus", *f.ServerCPUus)
+	}
+	if f.ClientCPUus != nil {
+		fmt.Fprintf(&b, " loadtest_cpu_per_req=%.1fus", *f.ClientCPUus)
 	}
 	return b.String()
 }
