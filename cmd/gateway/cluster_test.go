@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -497,5 +498,79 @@ func TestCluster_startupWaitsForTheCluster(t *testing.T) {
 			e, err := merchant(site, "POST", gw, "/v1/transactions/deposit", txForm("deposit", fmt.Sprint("back-", i), 5000))
 			return err == nil && e.Status == 200
 		}, "%s takes writes again once the cluster is back", gw)
+	}
+}
+
+// Callbacks on the replicated cluster, two gateways that may each deliver
+// them, one at a time (the lease): approvals through one are delivered once
+// each, the deliveries are listed through the other, a resend asked
+// through either is delivered, and once the gateway delivering them is
+// killed the other takes the lease over and delivers a resend asked
+// through it.
+func TestCluster_callbacksAcrossGateways(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and gateway subprocesses")
+	}
+	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
+	c.WaitReady()
+	gateway := func() (*exec.Cmd, string) {
+		addr := freeAddr(t)
+		cmd, _ := startWith(t, addr, "--nats", c.URLs(), "--replicas", "3",
+			"--callback-allow-private", "--callback-lease-ttl", "2s")
+		return cmd, "http://" + addr
+	}
+	cmdA, a := gateway()
+	cmdB, b := gateway()
+	rcv := newHookReceiver(t)
+	txs := siteWithHooks(t, a, rcv, 3)
+	for _, tx := range txs {
+		testkit.Eventually(t, testkit.WaitFor, func() bool { return rcv.count(func(h hook) bool { return h.tx == tx }) >= 1 },
+			"callback of %s", tx)
+	}
+	items := waitDelivered(t, b, 3)
+	for _, tx := range txs {
+		assert.Equal(t, 1, rcv.count(func(h hook) bool { return h.tx == tx }), "%s delivered once", tx)
+	}
+
+	resend := func(base string, it deliveryItem) {
+		t.Helper()
+		same := func(h hook) bool { return h.id == it.EventID }
+		before := rcv.count(same)
+		// Until a dispatcher holds the lease a resend is 503 (no dispatcher).
+		testkit.Eventually(t, testkit.WaitFor, func() bool {
+			e, err := call("POST", base+"/ops/v1/callbacks/"+it.EventID+"/resend",
+				map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": "application/json"}, "null")
+			require.NoError(t, err)
+			if e.Status != 200 {
+				require.Equal(t, 503, e.Status, "resend through %s: %s", base, e.Code)
+			}
+			return e.Status == 200
+		}, "resend of %s accepted through %s", it.EventID, base)
+		testkit.Eventually(t, testkit.WaitFor, func() bool { return rcv.count(same) == before+1 },
+			"resend of %s through %s delivered", it.EventID, base)
+	}
+	resend(b, items[0])
+	resend(a, items[1])
+
+	// The gateway holding the lease says so in gateway_callbacks_active.
+	var active, other string
+	var activeCmd *exec.Cmd
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		switch {
+		case value(scrape(t, a+"/metrics"), "gateway_callbacks_active") == 1:
+			active, other, activeCmd = a, b, cmdA
+		case value(scrape(t, b+"/metrics"), "gateway_callbacks_active") == 1:
+			active, other, activeCmd = b, a, cmdB
+		}
+		return active != ""
+	}, "one gateway delivers")
+	require.NoError(t, activeCmd.Process.Kill())
+	_ = activeCmd.Wait()
+	resend(other, items[2])
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		return value(scrape(t, other+"/metrics"), "gateway_callbacks_active") == 1
+	}, "the other gateway (not %s) delivers now", active)
+	for _, h := range rcv.hooks() {
+		assert.True(t, h.valid, "callback %s verifies", h.id)
 	}
 }
