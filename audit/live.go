@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 
@@ -157,39 +158,50 @@ func compareSites(full, live *aggregates.Site, fullPos, livePos events.Position,
 
 // keyedDiff reports the keyed treasury adjustments whose answers differ.
 func keyedDiff(full, live *aggregates.Site, p *problems) {
-	lk := maps.Collect(live.KeyedAdjustments())
-	for k, f := range full.KeyedAdjustments() {
-		l, ok := lk[k]
+	diffEntries(full.KeyedAdjustments(), live.KeyedAdjustments(), func(k string, f, l *aggregates.AdjustmentAnswer) {
 		switch {
-		case !ok:
+		case l == nil:
 			p.addf(nil, "", "keyed adjustment %q of the full replay is not in the live model", k)
-		case l != f:
-			p.addf(nil, "", "keyed adjustment %q answers %+v, the full replay's %+v", k, l, f)
+		case f == nil:
+			p.addf(nil, "", "keyed adjustment %q of the live model is not in the full replay", k)
+		default:
+			p.addf(nil, "", "keyed adjustment %q answers %+v, the full replay's %+v", k, *l, *f)
 		}
-		delete(lk, k)
-	}
-	for k := range lk {
-		p.addf(nil, "", "keyed adjustment %q of the live model is not in the full replay", k)
-	}
+	})
 }
 
 // aliasDiff reports the aliases (deposit.alias_added) that differ: each
 // makes a repeat of its request find a deposit.
 func aliasDiff(full, live *aggregates.Site, p *problems) {
-	la := maps.Collect(live.Aliases())
-	for pid, f := range full.Aliases() {
-		l, ok := la[pid]
+	diffEntries(full.Aliases(), live.Aliases(), func(pid string, f, l *aggregates.Alias) {
 		switch {
-		case !ok:
+		case l == nil:
 			p.addf(nil, txIDOf(full.ID, f.Tx), "alias %q of the full replay is not in the live model", pid)
-		case l != f:
+		case f == nil:
+			p.addf(nil, txIDOf(full.ID, l.Tx), "alias %q of the live model is not in the full replay", pid)
+		default:
 			p.addf(nil, txIDOf(full.ID, f.Tx), "alias %q names %s (fingerprint %x), the full replay's %s (fingerprint %x)",
 				pid, txIDOf(full.ID, l.Tx), l.Fingerprint, txIDOf(full.ID, f.Tx), f.Fingerprint)
 		}
-		delete(la, pid)
+	})
+}
+
+// diffEntries calls differ for every key whose value is not the same in
+// full and live: f is nil for a key only live has, l for one only full has.
+func diffEntries[K, V comparable](full, live iter.Seq2[K, V], differ func(k K, f, l *V)) {
+	lm := maps.Collect(live)
+	for k, f := range full {
+		l, ok := lm[k]
+		switch {
+		case !ok:
+			differ(k, &f, nil)
+		case l != f:
+			differ(k, &f, &l)
+		}
+		delete(lm, k)
 	}
-	for pid, l := range la {
-		p.addf(nil, txIDOf(full.ID, l.Tx), "alias %q of the live model is not in the full replay", pid)
+	for k, l := range lm {
+		differ(k, nil, &l)
 	}
 }
 
