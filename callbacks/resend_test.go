@@ -102,12 +102,7 @@ func TestResendDuringAttempt_recordedBeforeSettled(t *testing.T) {
 	g.release <- 200
 	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 2 }, "delivered again")
 	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "the message is acknowledged")
-	var done Delivery
-	testkit.Eventually(t, testkit.WaitFor, func() bool {
-		var ok bool
-		done, ok = d.ix.record(id)
-		return ok && done.Status == StatusDelivered
-	}, "the record says delivered")
+	done := recordDelivered(t, d, id)
 	require.Equal(t, 1, done.Resends)
 	mu.Lock()
 	defer mu.Unlock()
@@ -147,14 +142,22 @@ func TestResendWhileLogged(t *testing.T) {
 	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 2 }, "delivered again")
 	testkit.Eventually(t, testkit.WaitFor, f.consumerDone, "the message is acknowledged")
 	id := rcv.byTx(tx)[0].ID
+	done := recordDelivered(t, d, id)
+	require.Equal(t, 1, done.Resends)
+	require.Equal(t, "op", done.LastResendBy)
+	time.Sleep(500 * time.Millisecond)
+	require.Len(t, rcv.byTx(tx), 2, "delivered once more, not twice")
+}
+
+// recordDelivered waits until the dispatcher's record of id says
+// delivered, and returns it.
+func recordDelivered(t *testing.T, d *Dispatcher, id string) Delivery {
+	t.Helper()
 	var done Delivery
 	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		var ok bool
 		done, ok = d.ix.record(id)
 		return ok && done.Status == StatusDelivered
-	}, "the record says delivered")
-	require.Equal(t, 1, done.Resends)
-	require.Equal(t, "op", done.LastResendBy)
-	time.Sleep(500 * time.Millisecond)
-	require.Len(t, rcv.byTx(tx), 2, "delivered once more, not twice")
+	}, "the record of %s says delivered", id)
+	return done
 }
