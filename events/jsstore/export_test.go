@@ -89,6 +89,9 @@ func HoldSend(s *Store) (release func()) {
 	return s.fsync.unsent
 }
 
+// SetSendHook makes fn run before every append is sent.
+func SetSendHook(s *Store, fn func()) { s.sendHook = fn }
+
 // FsyncGathering reports whether the next fsync round is gathering.
 func FsyncGathering(s *Store) bool {
 	s.fsync.mu.Lock()

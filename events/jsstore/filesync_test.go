@@ -448,3 +448,24 @@ func TestFileSync_everyAppendSettles(t *testing.T) {
 	require.Error(t, err)
 	assert.Zero(t, jsstore.FsyncInFlight(st))
 }
+
+// An append whose send panics is settled all the same (the ledger recovers
+// the panic and goes on), so later rounds do not gather for it.
+func TestFileSync_panickingSendSettles(t *testing.T) {
+	_, st := syncedStore(t)
+	ctx := context.Background()
+	jsstore.SetSendHook(st, func() { panic("send failed in a way nobody foresaw") })
+	assert.Panics(t, func() { _, _ = st.Append(ctx, siteSubject("p"), 0, []byte("lost")) })
+	assert.Zero(t, jsstore.FsyncInFlight(st), "the panicked append is still counted on its way")
+
+	// A later append is answered without waiting out the gathering bound
+	// (an hour: it would run into its deadline instead).
+	jsstore.SetSendHook(st, nil)
+	jsstore.SetGatherFor(st, time.Hour)
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	seq, err := st.Append(tctx, siteSubject("p"), 0, []byte("stored"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, seq)
+	assert.Zero(t, jsstore.FsyncInFlight(st))
+}

@@ -67,6 +67,9 @@ type Store struct {
 	// defaultReadBytes (tests use small ones to cross from the first fetch
 	// to the streaming read, and to stay under a small server's limit).
 	readBatch, readBytes int
+	// sendHook, when set, runs before every append is sent (tests make
+	// it panic).
+	sendHook func()
 }
 
 // Open creates (or updates) the ledger stream and the snapshot bucket.
@@ -158,22 +161,13 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 //
 // With Options.SyncFiles an append is answered once it is on disk.
 func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
-	if s.fsync != nil {
-		if err := s.fsync.usable(); err != nil {
-			return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, err)
-		}
-		s.fsync.sending()
-	}
-	var seq uint64
-	var err error
-	if b := s.batch; b != nil && !b.off.Load() {
-		seq, err = b.append(ctx, subject, expectLast, data)
-	} else {
-		seq, err = s.appendOne(ctx, subject, expectLast, data)
-	}
 	if s.fsync == nil {
-		return seq, err
+		return s.send(ctx, subject, expectLast, data)
 	}
+	if err := s.fsync.usable(); err != nil {
+		return 0, fmt.Errorf("append %s: %w: %v", subject, events.ErrUnavailable, err)
+	}
+	seq, err := s.sendCounted(ctx, subject, expectLast, data)
 	if err != nil {
 		s.fsync.unsent()
 		return seq, err
@@ -182,6 +176,35 @@ func (s *Store) Append(ctx context.Context, subject string, expectLast uint64, d
 		return 0, fmt.Errorf("append %s at %d: %w", subject, expectLast, err)
 	}
 	return seq, nil
+}
+
+// sendCounted sends an append that fileSync counts as on its way. Whatever
+// ends the send settles it, a panic too (the ledger recovers panics while
+// committing): an fsync round gathers until as many appends are settled
+// as were counted, so one never settled would hold every later round back
+// for its whole gathering bound.
+func (s *Store) sendCounted(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
+	sent := false
+	defer func() {
+		if !sent {
+			s.fsync.unsent()
+		}
+	}()
+	s.fsync.sending()
+	seq, err := s.send(ctx, subject, expectLast, data)
+	sent = true
+	return seq, err
+}
+
+// send stores one append, in a batch with others or alone.
+func (s *Store) send(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
+	if s.sendHook != nil {
+		s.sendHook()
+	}
+	if b := s.batch; b != nil && !b.off.Load() {
+		return b.append(ctx, subject, expectLast, data)
+	}
+	return s.appendOne(ctx, subject, expectLast, data)
 }
 
 // Fsyncs returns the counters of the store's own fsyncs (nil when the
