@@ -133,20 +133,25 @@ func (f form) get(k string) string {
 // amount parses a positive whole IQD amount written in decimal digits.
 func (f form) amount() (int64, error) {
 	v := f.get("amount")
-	bad := errBad("invalid_request", "amount", "amount must be a positive whole number of IQD, e.g. 25000")
 	if v == "" || len(v) > 16 {
-		return 0, bad
+		return 0, errBadAmount()
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] < '0' || v[i] > '9' {
-			return 0, bad
+			return 0, errBadAmount()
 		}
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
-		return 0, bad
+		return 0, errBadAmount()
 	}
 	return n, nil
+}
+
+// errBadAmount is built only when it is the answer: every create reads an
+// amount.
+func errBadAmount() error {
+	return errBad("invalid_request", "amount", "amount must be a positive whole number of IQD, e.g. 25000")
 }
 
 func (s *Server) request(ctx context.Context, f form) (aggregates.Request, error) {
