@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -266,23 +265,6 @@ func verifyChain(t *testing.T, st ledger.Store, id ids.SiteID) [32]byte {
 		}
 	}
 	return prev
-}
-
-// run starts fn(i) for i in [0, n) on n goroutines released together, and
-// waits for all of them.
-func run(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			fn(i)
-		}()
-	}
-	close(start)
-	wg.Wait()
 }
 
 // mustSubject is the site's subject.

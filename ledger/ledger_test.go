@@ -294,7 +294,7 @@ func ledgerGroupCommitBatchesQueuedCommands(t *testing.T, e *env) {
 	results := make([]outcome, n)
 	done := make(chan struct{})
 	go func() {
-		run(n, func(i int) {
+		testkit.Together(n, func(i int) {
 			r, err := l.Execute(ctx, siteID, deposit(b, fmt.Sprintf("p-%03d", i), fmt.Sprintf("u-%03d", i), int64(1_000+i)), events.ActorMerchant)
 			results[i] = outcome{r, err}
 		})
@@ -366,7 +366,7 @@ func ledgerGroupCommitConcurrentDeposits(t *testing.T, e *env) {
 
 	const n = 300
 	errs := make([]error, n)
-	run(n, func(i int) {
+	testkit.Together(n, func(i int) {
 		_, errs[i] = l.Execute(ctx, siteID, deposit(b, fmt.Sprintf("p-%03d", i), fmt.Sprintf("u-%03d", i), 1_000), events.ActorMerchant)
 	})
 	for i, err := range errs {

@@ -14,6 +14,7 @@ import (
 	"gateway/aggregates"
 	"gateway/events"
 	"gateway/ids"
+	"gateway/internal/testkit"
 	"gateway/ledger"
 )
 
@@ -78,7 +79,7 @@ func ledgerTwoLedgersWithdrawalsNeverOverdraw(t *testing.T, e *env) {
 	const n, amount, room = 200, 1000, 99
 	var ok, refused atomic.Int32
 	won := make([]bool, n)
-	run(n, func(i int) {
+	testkit.Together(n, func(i int) {
 		b := ba
 		if i%2 == 1 {
 			b = bb
@@ -139,7 +140,7 @@ func ledgerTwoLedgersSameProcessIDCreatesOneTransaction(t *testing.T, e *env) {
 	const n = 50
 	results := make([]ledger.Result, n)
 	errs := make([]error, n)
-	run(n, func(i int) {
+	testkit.Together(n, func(i int) {
 		b := ba
 		if i%2 == 1 {
 			b = bb
@@ -182,7 +183,7 @@ func ledgerTwoLedgersProcessIDConflict(t *testing.T, e *env) {
 	const n = 20
 	results := make([]ledger.Result, n)
 	errs := make([]error, n)
-	run(n, func(i int) {
+	testkit.Together(n, func(i int) {
 		b := ba
 		if i%2 == 1 {
 			b = bb
@@ -233,7 +234,7 @@ func ledgerTwoLedgersConflictingTransitions(t *testing.T, e *env) {
 	// all at once, and returns the errors.
 	race := func(first, second func(i int) aggregates.Command) (errA, errB []error) {
 		errA, errB = make([]error, pairs), make([]error, pairs)
-		run(2*pairs, func(k int) {
+		testkit.Together(2*pairs, func(k int) {
 			i := k / 2
 			if k%2 == 0 {
 				_, errA[i] = p.a.Execute(ctx, siteID, first(i), "op-a")

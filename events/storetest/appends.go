@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gateway/events"
+	"gateway/internal/testkit"
 )
 
 // The contract's appends: sequences, expectations, subjects, and what is not found.
@@ -128,7 +129,7 @@ func testRefusedSubjects(t *testing.T, s Store) {
 	// JetStream answers some of them only after its publish retries
 	// (seconds): they are all sent at once, then checked one by one.
 	errs := make([]error, len(tests))
-	race(len(tests), func(i int) {
+	testkit.Together(len(tests), func(i int) {
 		_, errs[i] = s.Append(context.Background(), tests[i].subject, 0, []byte("x"))
 	})
 	for i, tc := range tests {

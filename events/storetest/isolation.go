@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"gateway/events"
+	"gateway/internal/testkit"
 )
 
 // The contract's snapshots, isolation of data and contexts, and concurrent appends.
@@ -130,29 +130,13 @@ func testEndedContext(t *testing.T, s Store) {
 	assert.Equal(t, "x", string(data))
 }
 
-// race runs fn(i) for i in [0, n) on n goroutines released together.
-func race(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			fn(i)
-		}()
-	}
-	close(start)
-	wg.Wait()
-}
-
 func testConcurrentSameExpectation(t *testing.T, s Store) {
 	const writers, rounds = 20, 5
 	var expect uint64
 	for round := range rounds {
 		seqs := make([]uint64, writers)
 		errs := make([]error, writers)
-		race(writers, func(i int) {
+		testkit.Together(writers, func(i int) {
 			seqs[i], errs[i] = s.Append(context.Background(), subjA, expect, []byte(fmt.Sprintf("round %d writer %d", round, i)))
 		})
 		winner := -1
@@ -177,7 +161,7 @@ func testConcurrentSameExpectation(t *testing.T, s Store) {
 func testConcurrentSubjects(t *testing.T, s Store) {
 	const writers, each = 8, 10
 	seqs := make([][]uint64, writers)
-	race(writers, func(i int) {
+	testkit.Together(writers, func(i int) {
 		subj := fmt.Sprintf("%sw%d", events.SitePrefix, i)
 		var last uint64
 		for k := range each {

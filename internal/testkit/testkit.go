@@ -14,6 +14,7 @@ package testkit
 import (
 	"fmt"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,4 +60,22 @@ func Busy(t testing.TB, n int) {
 			_ = cmd.Wait()
 		})
 	}
+}
+
+// Together runs fn(i) for i in [0, n) on n goroutines released at the same
+// moment, and returns once all of them have: the start of every race a
+// test provokes.
+func Together(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
 }
