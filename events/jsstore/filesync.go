@@ -61,6 +61,11 @@ type fileSync struct {
 	gatherFor time.Duration
 	// durable is the highest sequence known to be on disk.
 	durable atomic.Uint64
+	// atOpen is the stream's last sequence when the store opened: written
+	// to the files by then. Every round covers it, so the messages an
+	// earlier process stored (the ledger catching up after a restart) are
+	// handed out after one fsync, not one each.
+	atOpen uint64
 
 	mu      sync.Mutex
 	running *syncRound // the round under way
@@ -92,7 +97,8 @@ type FsyncStats struct {
 // syncRound is one fsync of the block files and of those waiting for it.
 type syncRound struct {
 	// need is the highest sequence a waiter asked for; covers is acked
-	// when the round started. Both are on disk once it is done.
+	// when the round started, or atOpen if higher. Both are on disk once
+	// it is done.
 	need, covers uint64
 	// waiters is how many joined it.
 	waiters int
@@ -224,7 +230,7 @@ func (f *fileSync) run() {
 		}
 		r := f.next
 		f.next, f.running = nil, r
-		r.covers = f.acked.Load()
+		r.covers = max(f.acked.Load(), f.atOpen)
 		f.mu.Unlock()
 		err := f.syncFiles()
 		f.mu.Lock()

@@ -469,3 +469,41 @@ func TestFileSync_panickingSendSettles(t *testing.T) {
 	assert.EqualValues(t, 1, seq)
 	assert.Zero(t, jsstore.FsyncInFlight(st))
 }
+
+// A process reading what an earlier one stored (the ledger catching up
+// after a restart) needs one fsync round for all of it, not one a message:
+// a round covers every message the server had written when it started.
+func TestFileSync_catchUpIsOneRoundNotOneAMessage(t *testing.T) {
+	ctx := context.Background()
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	before := srv.Conn("before")
+	st := testkit.OpenStore(t, before, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	const n = 200
+	for i := range n {
+		_, err := st.Append(ctx, siteSubject(fmt.Sprint("s", i%7)), lastOf(t, st, siteSubject(fmt.Sprint("s", i%7))), []byte(fmt.Sprint(i)))
+		require.NoError(t, err)
+	}
+	before.Close()
+	srv.Restart()
+	after := testkit.OpenStore(t, srv.Conn("after"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+
+	got := 0
+	require.NoError(t, after.Read(ctx, events.SubjectPrefix+">", 1, func(m events.Msg) error {
+		got++
+		return nil
+	}))
+	assert.Equal(t, n, got)
+	for seq := uint64(1); seq <= n; seq += 37 {
+		_, err := after.Get(ctx, seq)
+		require.NoError(t, err)
+	}
+	assert.LessOrEqual(t, after.Fsyncs().Done.Load(), uint64(2),
+		"rounds made to hand out %d messages stored before the process started", n)
+}
+
+func lastOf(t *testing.T, st *jsstore.Store, subj string) uint64 {
+	t.Helper()
+	seq, err := st.LastFor(context.Background(), subj)
+	require.NoError(t, err)
+	return seq
+}

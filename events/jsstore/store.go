@@ -139,6 +139,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 			return nil, fmt.Errorf("open %s: the store can fsync the block files of an embedded server with one replica only (files %q, replicas %d)", o.Stream, o.Files, o.Replicas)
 		}
 		s.fsync = newFileSync(o.Files, o.Stream)
+		s.fsync.atOpen = st.CachedInfo().State.LastSeq
 	}
 	return s, nil
 }
