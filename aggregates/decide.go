@@ -38,6 +38,23 @@ const (
 	maxAmount  = 1 << 50
 )
 
+// MaxBalance bounds a site's balance either way: the largest integer a
+// JSON number carries exactly to every client (JavaScript's
+// Number.MAX_SAFE_INTEGER). With amounts and the negative limit at most
+// 2^50, every sum of a treasury (available, pending withdrawals) then stays
+// far inside int64: nothing wraps around.
+const MaxBalance = 1<<53 - 1
+
+// checkBalance refuses to move the balance by delta (at most 2^50 either
+// way) beyond ±MaxBalance.
+func (s *Site) checkBalance(delta int64) error {
+	if delta > 0 && s.Balance > MaxBalance-delta || delta < 0 && s.Balance < -MaxBalance-delta {
+		return &FieldError{Field: "amount", Err: ErrTreasuryBound, Msg: fmt.Sprintf(
+			"the balance (%d IQD) cannot move by %d IQD: a treasury's balance stays within ±%d IQD", s.Balance, delta, int64(MaxBalance))}
+	}
+	return nil
+}
+
 // Decide checks cmd against the current state and returns the events that
 // carry it out. It does not change the state: the caller applies the events
 // once they are (or are about to be) appended. now and actor are passed in so
@@ -96,9 +113,12 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 			return d, err
 		}
 		if c.Amount == 0 || c.Amount > maxAmount || c.Amount < -maxAmount {
-			return Decision{Tx: -1}, fieldErr("amount", ErrInvalidRequest, "amount must be a non-zero integer")
+			return Decision{Tx: -1}, fieldErr("amount", ErrInvalidRequest, "amount must be a non-zero integer of at most 2^50 (1125899906842624) either way")
 		}
 		if err := checkText("reason", c.Reason, maxTextLen); err != nil {
+			return Decision{Tx: -1}, err
+		}
+		if err := s.checkBalance(c.Amount); err != nil {
 			return Decision{Tx: -1}, err
 		}
 		after := s.Available() + c.Amount
@@ -145,7 +165,10 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 			amt = tx.Requested
 		}
 		if amt < 0 || amt > maxAmount {
-			return Decision{Tx: i}, fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer")
+			return Decision{Tx: i}, fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer of at most 2^50 (1125899906842624)")
+		}
+		if err := s.checkBalance(amt); err != nil {
+			return Decision{Tx: i}, err
 		}
 		return one(i, &events.DepositApproved{TxID: txID, Amount: amt, Requested: tx.Requested})
 	case RejectDeposit:

@@ -14,6 +14,9 @@ var (
 	// ErrBelowLimit refuses a treasury adjustment that would take the
 	// treasury below its negative limit without being told to.
 	ErrBelowLimit = errors.New("below the negative limit")
+	// ErrTreasuryBound refuses a move that would take a site's balance
+	// beyond ±MaxBalance.
+	ErrTreasuryBound = errors.New("beyond the treasury's bound")
 	// ErrNotSandbox refuses a sandbox-only action on a live site.
 	ErrNotSandbox = errors.New("not a sandbox site")
 	// ErrSandboxTransaction refuses an operator's action on a sandbox

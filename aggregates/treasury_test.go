@@ -46,3 +46,55 @@ func TestAdjustTreasury_belowLimitRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestTreasuryBound: no adjustment or approval takes a balance beyond
+// ±MaxBalance, where its sums would no longer be exact (and int64 would
+// eventually wrap around); up to the bound is taken, and a refusal changes
+// nothing.
+func TestTreasuryBound(t *testing.T) {
+	const step = 1 << 50
+	tests := []struct {
+		name    string
+		balance int64
+		cmd     func(f *fixture) Command
+		refused bool
+	}{
+		{"a credit up to the bound", MaxBalance - step, func(*fixture) Command { return AdjustTreasury{Amount: step, Reason: "r"} }, false},
+		{"a credit past the bound", MaxBalance - step + 1, func(*fixture) Command { return AdjustTreasury{Amount: step, Reason: "r"} }, true},
+		{"a credit at the bound", MaxBalance, func(*fixture) Command { return AdjustTreasury{Amount: 1, Reason: "r"} }, true},
+		{"a debit down to the bound", -MaxBalance + step, func(*fixture) Command {
+			return AdjustTreasury{Amount: -step, Reason: "r", AllowBelowLimit: true}
+		}, false},
+		{"a debit past the bound", -MaxBalance + step - 1, func(*fixture) Command {
+			return AdjustTreasury{Amount: -step, Reason: "r", AllowBelowLimit: true}
+		}, true},
+		{"a debit back from past the bound", MaxBalance + 5, func(*fixture) Command { return AdjustTreasury{Amount: -step, Reason: "r"} }, false},
+		{"an approval up to the bound", MaxBalance - 5000, func(f *fixture) Command {
+			return ApproveDeposit{TxID: tx(f.deposit("p1", "u1", 5000))}
+		}, false},
+		{"an approval past the bound", MaxBalance - 4999, func(f *fixture) Command {
+			return ApproveDeposit{TxID: tx(f.deposit("p1", "u1", 5000))}
+		}, true},
+		{"an approval of a larger amount past the bound", MaxBalance - 6000, func(f *fixture) Command {
+			return ApproveDeposit{TxID: tx(f.deposit("p1", "u1", 5000)), Amount: 6001}
+		}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, SiteSettings{})
+			f.s.Balance = tc.balance
+			cmd := tc.cmd(f)
+			before := observe(f.s)
+			d, err := f.try(cmd)
+			if !tc.refused {
+				require.NoError(t, err)
+				commitEvents(t, f.s, d.Events)
+				assert.LessOrEqual(t, f.s.Balance, int64(MaxBalance+5))
+				assert.GreaterOrEqual(t, f.s.Balance, int64(-MaxBalance))
+				return
+			}
+			requireErr(t, d, err, ErrTreasuryBound, "amount")
+			assert.Equal(t, before, observe(f.s))
+		})
+	}
+}

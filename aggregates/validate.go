@@ -19,7 +19,7 @@ func validateSettings(st SiteSettings) error {
 		}
 	}
 	if st.NegativeLimit != nil && (*st.NegativeLimit > 0 || *st.NegativeLimit < -maxAmount) {
-		return fieldErr("negativeLimit", ErrInvalidRequest, "negativeLimit must be zero or negative")
+		return fieldErr("negativeLimit", ErrInvalidRequest, "negativeLimit must be zero or negative, and at least -2^50 (-1125899906842624)")
 	}
 	if st.IPAllowlist != nil {
 		for _, c := range *st.IPAllowlist {
@@ -109,7 +109,7 @@ func (s *Site) validateRequest(r Request, k Kind) error {
 		return err
 	}
 	if r.Amount <= 0 || r.Amount > maxAmount {
-		return fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer")
+		return fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer of at most 2^50 (1125899906842624)")
 	}
 	if r.Bank == nil || !r.Bank.Supports(k) {
 		return fieldErr("bankId", ErrUnknownBank, "bankId %q is not an enabled %s method", r.BankRef, k)

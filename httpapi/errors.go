@@ -62,6 +62,7 @@ var errorTable = []errorRule{
 	{aggregates.ErrInvalidTransition, 409, "invalid_transition", "", "the transaction cannot move that way"},
 	{aggregates.ErrNotDue, 409, "invalid_transition", "", "the deposit has not reached its expiry"},
 	{aggregates.ErrBelowLimit, 409, "conflict", "amount", "the adjustment would take the treasury below its negative limit"},
+	{aggregates.ErrTreasuryBound, 409, "conflict", "amount", "the balance would leave the treasury's bound of ±9007199254740991 IQD"},
 	{aggregates.ErrSandboxTransaction, 409, "invalid_transition", "", "a sandbox site's transactions move only by its merchant's sandbox calls (/v1/sandbox), never by an operator"},
 	{aggregates.ErrNotSandbox, 403, "forbidden", "", "this is not a sandbox site: only an operator moves its transactions"},
 	{aggregates.ErrSiteExists, 409, "conflict", "", "it already exists"},
