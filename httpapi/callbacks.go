@@ -49,6 +49,10 @@ func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
 // resendCallback serves POST /ops/v1/callbacks/{eventId}/resend: the
 // dispatcher parses the id, so an id that names nothing is its 404.
 func (s *Server) resendCallback(w http.ResponseWriter, r *http.Request) {
+	if err := decodeJSON(w, r, &struct{}{}); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	rec, err := s.cfg.Callbacks.Resend(r.Context(), chi.URLParam(r, "eventId"), info(r).actor)
 	if err != nil {
 		s.writeErr(w, r, err)

@@ -612,6 +612,14 @@ func TestCallbacks_resendErrors(t *testing.T) {
 			assert.Equal(t, want, r.Message)
 		})
 	}
+	// The body is read as strictly as every operator body's: empty or {}.
+	for _, body := range []string{"xx", `{"foo":1}`, "null", "[]", `{} {}`} {
+		t.Run("body "+body, func(t *testing.T) {
+			r := s.send(t, "POST", "/ops/v1/callbacks/"+approved+"/resend", body,
+				map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"})
+			requireErr(t, r, 400, "invalid_request", map[string]string{`{"foo":1}`: "foo"}[body])
+		})
+	}
 	time.Sleep(100 * time.Millisecond)
 	assert.Empty(t, rcv.calls(bareTx), "nothing sent for a site without callbackUrl")
 	assert.Len(t, rcv.calls(tx), 1, "nothing sent again")

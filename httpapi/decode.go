@@ -79,6 +79,11 @@ func unmarshalStrict(r *http.Request, body []byte, v any) error {
 		// encoding/json would read it as U+FFFD, as it would a bad byte.
 		return errBad("invalid_request", "", `the body holds a \u escape of half a UTF-16 surrogate pair, which is no character`)
 	}
+	if bytes.TrimSpace(body)[0] != '{' {
+		// null would decode to nothing at all, and an array or a string
+		// to a type error without a field.
+		return errBad("invalid_request", "", "the body must hold one JSON object")
+	}
 	if k := duplicateKey(body); k != "" {
 		return errBad("invalid_request", k, k+" is given more than once")
 	}

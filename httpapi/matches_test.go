@@ -208,6 +208,37 @@ func TestOpsBodies_exact(t *testing.T) {
 	require.Nil(t, decodeAny(t, s.ops("GET", "/ops/v1/sites/"+st.ID, nil))["callbackUrl"])
 }
 
+// TestOpsBodies_oneObject: an operator body is one JSON object or nothing;
+// null, an array or a scalar is refused before anything is done (a null
+// once counted as an empty object, and took a withdrawal or rotated a
+// secret).
+func TestOpsBodies_oneObject(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 1_000_000)
+	w := rec(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "one-1", "u1", 10000, "07712345678")))
+	before := s.eventCount(t, st.ID)
+	hdr := map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json"}
+	for _, path := range []string{
+		"/ops/v1/withdrawals/" + w.TransactionID + "/process",
+		"/ops/v1/sites/" + st.ID + "/webhook-secret",
+		"/ops/v1/sites/" + st.ID + "/adjustments",
+	} {
+		for _, body := range []string{"null", " null ", "[]", `[{"amount":5}]`, `"x"`, "1", "true"} {
+			t.Run(path+" "+body, func(t *testing.T) {
+				r := s.send(t, "POST", path, body, hdr)
+				requireErr(t, r, 400, "invalid_request", "")
+				require.Equal(t, "the body must hold one JSON object", r.Message)
+			})
+		}
+	}
+	r := s.send(t, "DELETE", "/ops/v1/operators/op_x", "null", hdr)
+	requireErr(t, r, 400, "invalid_request", "")
+	require.Equal(t, before, s.eventCount(t, st.ID))
+	require.Equal(t, "pending", rec(t, s.ops("GET", "/ops/v1/transactions/"+w.TransactionID, nil)).Status)
+}
+
 // TestOpsBodies_duplicateKeys: a key given twice in one object of an
 // operator body, at any depth, is refused naming it, as the merchant API
 // refuses a field given twice; nothing is written, where the last value

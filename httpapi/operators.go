@@ -80,6 +80,10 @@ func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeOperator(w http.ResponseWriter, r *http.Request) {
+	if err := decodeJSON(w, r, &struct{}{}); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	id, err := ids.ParseOperator(chi.URLParam(r, "id"))
 	if err != nil {
 		s.writeErr(w, r, notFound("operator"))

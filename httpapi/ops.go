@@ -21,47 +21,48 @@ const AdminActor = "admin"
 func (s *Server) opsRoutes(r chi.Router) {
 	r.Use(s.opsAuth)
 	// Every route names the least role that may call it (roles are
-	// ordered: admin ⊃ operator ⊃ auditor).
+	// ordered: admin ⊃ operator ⊃ auditor), and the query parameters it
+	// takes (only); the transactions listing and matches check their own.
 	read := r.With(s.need(aggregates.RoleAuditor))
 	act := r.With(s.need(aggregates.RoleOperator))
 	admin := r.With(s.need(aggregates.RoleAdmin))
 
-	read.Get("/sites", s.listSites)
-	admin.Post("/sites", s.createSite)
-	read.Get("/sites/{id}", s.getSite)
-	admin.Patch("/sites/{id}", s.updateSite)
-	admin.Post("/sites/{id}/secret", s.rotateSecret(false))
-	admin.Post("/sites/{id}/webhook-secret", s.rotateSecret(true))
-	admin.Post("/sites/{id}/adjustments", s.adjust)
-	admin.Put("/sites/{id}/methods", s.setSiteMethods)
-	read.Get("/sites/{id}/events", s.siteEvents)
-	read.Get("/banks", s.opsBanks)
-	admin.Post("/banks", s.createBank)
-	admin.Patch("/banks/{id}", s.updateBank)
+	read.Get("/sites", s.only(s.listSites))
+	admin.Post("/sites", s.only(s.createSite))
+	read.Get("/sites/{id}", s.only(s.getSite))
+	admin.Patch("/sites/{id}", s.only(s.updateSite))
+	admin.Post("/sites/{id}/secret", s.only(s.rotateSecret(false)))
+	admin.Post("/sites/{id}/webhook-secret", s.only(s.rotateSecret(true)))
+	admin.Post("/sites/{id}/adjustments", s.only(s.adjust))
+	admin.Put("/sites/{id}/methods", s.only(s.setSiteMethods))
+	read.Get("/sites/{id}/events", s.only(s.siteEvents, "cursor", "limit"))
+	read.Get("/banks", s.only(s.opsBanks))
+	admin.Post("/banks", s.only(s.createBank))
+	admin.Patch("/banks/{id}", s.only(s.updateBank))
 	read.Get("/transactions", s.listTransactions)
-	read.Get("/transactions/{id}", s.opsTransaction)
+	read.Get("/transactions/{id}", s.only(s.opsTransaction))
 	read.Post("/matches", s.matches)
-	act.Post("/deposits/{id}/approve", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
+	act.Post("/deposits/{id}/approve", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount)}
-	}))
-	act.Post("/deposits/{id}/reject", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
+	})))
+	act.Post("/deposits/{id}/reject", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.RejectDeposit{TxID: id, Reason: b.Reason}
-	}))
-	act.Post("/withdrawals/{id}/process", s.txAction(func(id ids.TxID, _ actionBody) aggregates.Command {
+	})))
+	act.Post("/withdrawals/{id}/process", s.only(s.txAction(func(id ids.TxID, _ actionBody) aggregates.Command {
 		return aggregates.ProcessWithdrawal{TxID: id}
-	}))
-	act.Post("/withdrawals/{id}/pay", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
+	})))
+	act.Post("/withdrawals/{id}/pay", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.PayWithdrawal{TxID: id, Reference: b.Reference}
-	}))
-	act.Post("/withdrawals/{id}/reject", s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
+	})))
+	act.Post("/withdrawals/{id}/reject", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.RejectWithdrawal{TxID: id, Reason: b.Reason}
-	}))
-	admin.Get("/operators", s.listOperators)
-	admin.Post("/operators", s.createOperator)
-	admin.Delete("/operators/{id}", s.revokeOperator)
+	})))
+	admin.Get("/operators", s.only(s.listOperators))
+	admin.Post("/operators", s.only(s.createOperator))
+	admin.Delete("/operators/{id}", s.only(s.revokeOperator))
 	if s.cfg.Callbacks != nil {
-		read.Get("/callbacks", s.listCallbacks)
-		act.Post("/callbacks/{eventId}/resend", s.resendCallback)
+		read.Get("/callbacks", s.only(s.listCallbacks, "status", "site", "cursor", "limit"))
+		act.Post("/callbacks/{eventId}/resend", s.only(s.resendCallback))
 	}
 }
 
@@ -165,5 +166,18 @@ func (s *Server) need(role aggregates.Role) func(http.Handler) http.Handler {
 			}
 			next.ServeHTTP(w, r)
 		})
+	}
+}
+
+// only serves h when the request's query holds only the parameters named,
+// each once (docs/errors.md "invalid_request"): a misspelt filter that was
+// ignored would answer with everything, which looks like a result.
+func (s *Server) only(h http.HandlerFunc, names ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkParams(r.URL.Query(), names, "parameter"); err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		h(w, r)
 	}
 }

@@ -799,3 +799,49 @@ func TestOpsActionStoredWhileReadsFail(t *testing.T) {
 	assert.Equal(t, d.TransactionID, approved.TransactionID)
 	assert.LessOrEqual(t, fails.Load(), int64(0), "the injected failures were met")
 }
+
+// TestOpsParams: every operator call refuses a query parameter it does not
+// take, or one given twice, naming it, before it reads or writes anything:
+// an ignored filter answers with everything, which looks like a result.
+func TestOpsParams(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{noRun: true}})
+	s.seedBanks()
+	st := s.newSite(nil, 1_000_000)
+	w := rec(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "prm-1", "u1", 10000, "07712345678")))
+	before := s.eventCount(t, st.ID)
+	tests := []struct {
+		method, path, field string
+	}{
+		{"GET", "/ops/v1/sites?foo=1", "foo"},
+		{"GET", "/ops/v1/sites/" + st.ID + "?limit=5", "limit"},
+		{"GET", "/ops/v1/sites/" + st.ID + "/events?foo=1", "foo"},
+		{"GET", "/ops/v1/sites/" + st.ID + "/events?limit=1&limit=2", "limit"},
+		{"GET", "/ops/v1/callbacks?foo=1", "foo"},
+		{"GET", "/ops/v1/callbacks?status=failed&status=pending", "status"},
+		{"GET", "/ops/v1/banks?type=deposit", "type"},
+		{"GET", "/ops/v1/operators?cursor=x", "cursor"},
+		{"GET", "/ops/v1/transactions/" + w.TransactionID + "?site=" + st.ID, "site"},
+		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments?amount=5", "amount"},
+		{"POST", "/ops/v1/withdrawals/" + w.TransactionID + "/process?force=1", "force"},
+		{"POST", "/ops/v1/callbacks/1-0/resend?x=1", "x"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			var body any
+			if tc.method == "POST" {
+				body = map[string]any{"amount": 5, "reason": "param"}
+				if !strings.Contains(tc.path, "adjustments") {
+					body = map[string]any{}
+				}
+			}
+			r := s.ops(tc.method, tc.path, body)
+			requireErr(t, r, 400, "invalid_request", tc.field)
+		})
+	}
+	require.Equal(t, before, s.eventCount(t, st.ID))
+	require.Equal(t, "pending", rec(t, s.ops("GET", "/ops/v1/transactions/"+w.TransactionID, nil)).Status)
+	// The parameters a call takes are still taken.
+	requireOK(t, s.ops("GET", "/ops/v1/sites/"+st.ID+"/events?limit=1", nil))
+	requireOK(t, s.ops("GET", "/ops/v1/callbacks?status=failed&limit=5", nil))
+}
