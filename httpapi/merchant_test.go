@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -372,6 +374,37 @@ func TestRoutingEnvelope(t *testing.T) {
 	requireErr(t, s.getT(t, st, "/v1/transactions/deposit", ""), 404, "not_found", "")
 	r := s.send(t, "PUT", "/v1/balance", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
 	requireErr(t, r, 405, "method_not_allowed", "")
+	require.Equal(t, "GET, HEAD", r.Header.Get("Allow"))
+	r = s.send(t, "GET", "/v1/transactions/deposit", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
+	requireErr(t, r, 404, "not_found", "") // GET /v1/transactions/{id} takes it: no such transaction
+	r = s.send(t, "DELETE", "/v1/transactions/withdraw", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
+	requireErr(t, r, 405, "method_not_allowed", "")
+	require.Equal(t, "GET, HEAD, POST", r.Header.Get("Allow"))
+	r = s.send(t, "PUT", "/ops/v1/sites/"+st.ID, "", map[string]string{"Authorization": "Bearer " + adminToken})
+	requireErr(t, r, 405, "method_not_allowed", "")
+	require.Equal(t, "GET, HEAD, PATCH", r.Header.Get("Allow"))
+	// HEAD is answered wherever GET is, without a body.
+	for _, c := range []struct {
+		path string
+		hdr  map[string]string
+	}{
+		{"/healthz", nil},
+		{"/v1/balance", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)}},
+		{"/ops/v1/sites/" + st.ID, map[string]string{"Authorization": "Bearer " + adminToken}},
+	} {
+		req, err := http.NewRequest(http.MethodHead, s.URL+c.path, nil)
+		require.NoError(t, err)
+		for k, v := range c.hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, 200, res.StatusCode, "HEAD %s", c.path)
+		require.Empty(t, b, "HEAD %s", c.path)
+	}
 
 	// A caller's sane Request-Id is kept; an insane one is replaced.
 	r = s.send(t, "GET", "/healthz", "", map[string]string{"Request-Id": "abc-123.X_y"})

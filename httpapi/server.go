@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"gateway/callbacks"
 	"gateway/ids"
@@ -127,14 +129,19 @@ func New(cfg Config) *Server {
 	s.merchantPaths = chi.NewRouter()
 	s.merchantEndpoints(s.merchantPaths)
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.observe, s.recoverer, s.deadline)
+	// HEAD is served wherever GET is (RFC 9110 section 9.3.2), by the GET
+	// handler: net/http sends no body for it.
+	r.Use(withRequestID, s.observe, s.recoverer, s.deadline, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		info(r).unmatched = true
 		s.writeErr(w, r, &apiError{status: 404, code: "not_found", message: "no such endpoint"})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		info(r).unmatched = true
-		s.writeErr(w, r, &apiError{status: 405, code: "method_not_allowed", message: r.Method + " is not allowed here"})
+		allowed := s.allowed(r)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeErr(w, r, &apiError{status: 405, code: "method_not_allowed",
+			message: r.Method + " is not allowed here; the methods are " + strings.Join(allowed, ", ")})
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.writeData(w, r, map[string]string{"status": "ok"})
@@ -152,6 +159,25 @@ func New(cfg Config) *Server {
 	r.Route("/console", s.consoleRoutes)
 	s.router = r
 	return s
+}
+
+// allowed lists the methods r's path takes, for the Allow header of a 405
+// (RFC 9110 section 15.5.6): HEAD with GET.
+func (s *Server) allowed(r *http.Request) []string {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if s.router.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+			if m == http.MethodGet {
+				out = append(out, http.MethodHead)
+			}
+		}
+	}
+	return out
 }
 
 // ServeHTTP implements http.Handler.
