@@ -89,7 +89,10 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	ri := info(r)
 	lvl := slog.LevelInfo
-	if ae.status >= 500 {
+	switch {
+	case ae.routine:
+		lvl = slog.LevelDebug
+	case ae.status >= 500:
 		lvl = slog.LevelError
 	}
 	s.log.Log(r.Context(), lvl, "request refused", "method", r.Method, "path", r.URL.Path,

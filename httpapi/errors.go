@@ -22,6 +22,10 @@ type apiError struct {
 	retryAfter int
 	// cause is logged, never shown.
 	cause error
+	// routine marks an answer that is part of the normal course, such as
+	// a readiness probe's 503 while the gateway starts: logged at Debug,
+	// where every other 5xx is an Error.
+	routine bool
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }

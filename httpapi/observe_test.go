@@ -173,3 +173,26 @@ func ledgerOf(t *testing.T, e *env) *ledger.Ledger {
 	})
 	return led
 }
+
+// TestServer_readinessWhileStartingIsRoutine: a readiness probe's 503
+// while the ledger catches up is the probe's expected answer, logged at
+// Debug: a probe every few hundred milliseconds during a start would
+// otherwise fill the log with errors.
+func TestServer_readinessWhileStartingIsRoutine(t *testing.T) {
+	e := newEnv(t)
+	var buf testkit.Buffer
+	led := ledger.New(e.srv.Store("unstarted"), ledger.Config{Logger: e.log.Logger}) // never started: never ready
+	srv := httptest.NewServer(httpapi.New(httpapi.Config{Ledger: led, AdminToken: adminToken,
+		Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequest("GET", srv.URL+"/readyz", nil)
+	require.NoError(t, err)
+	r := do(t, req)
+	require.Equal(t, 503, r.HTTP)
+	require.Equal(t, "unavailable", r.Code)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace([]byte(buf.String())), &m), "%s", buf.String())
+	assert.Equal(t, "request refused", m["msg"])
+	assert.Equal(t, "DEBUG", m["level"])
+	assert.Equal(t, "/readyz", m["path"])
+}

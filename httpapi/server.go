@@ -185,7 +185,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.Ledger.Ready() {
-		s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "the ledger is still catching up with the event store"})
+		s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "the ledger is still catching up with the event store", routine: true})
 		return
 	}
 	if s.cfg.StoreReady != nil {
