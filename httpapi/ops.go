@@ -80,11 +80,7 @@ const operatorTokenPrefix = "op_"
 // request causes.
 func (s *Server) opsAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			tok = ""
-		}
-		who, err := s.authenticate(r, tok)
+		who, err := s.authenticate(r, bearer(r.Header))
 		if err != nil {
 			s.writeErr(w, r, err)
 			return
@@ -97,6 +93,22 @@ func (s *Server) opsAuth(next http.Handler) http.Handler {
 		info(r).actor = who.actor
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, who.role)))
 	})
+}
+
+// bearer returns the token of the request's one Authorization header in
+// the Bearer scheme, whose name is case-insensitive (RFC 9110 section
+// 11.1); "" for none, another scheme, or two headers, which could carry
+// two identities.
+func bearer(h http.Header) string {
+	vals := h.Values("Authorization")
+	if len(vals) != 1 {
+		return ""
+	}
+	scheme, tok, ok := strings.Cut(vals[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return tok
 }
 
 // caller is who an operator token belongs to.

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,7 +49,6 @@ func TestOpsAuth(t *testing.T) {
 		"missing":               "",
 		"wrong token":           "Bearer wrong",
 		"empty bearer":          "Bearer ",
-		"lower-case scheme":     "bearer " + adminToken,
 		"basic":                 "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+adminToken)),
 		"token without scheme":  adminToken,
 		"token with suffix":     "Bearer " + adminToken + "x",
@@ -844,4 +844,27 @@ func TestOpsParams(t *testing.T) {
 	// The parameters a call takes are still taken.
 	requireOK(t, s.ops("GET", "/ops/v1/sites/"+st.ID+"/events?limit=1", nil))
 	requireOK(t, s.ops("GET", "/ops/v1/callbacks?status=failed&limit=5", nil))
+}
+
+// TestOpsAuth_schemeAndRepeats: the scheme's name is case-insensitive
+// (RFC 9110 section 11.1), and a request with two Authorization headers
+// is no caller, whichever comes first: it could carry two identities.
+func TestOpsAuth_schemeAndRepeats(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	for _, auth := range []string{"bearer " + adminToken, "BEARER " + adminToken, "Bearer " + adminToken} {
+		requireOK(t, s.send(t, "GET", "/ops/v1/sites", "", map[string]string{"Authorization": auth}))
+	}
+	for _, pair := range [][2]string{
+		{"Bearer " + adminToken, "Bearer wrong"},
+		{"Bearer wrong", "Bearer " + adminToken},
+		{"Bearer " + adminToken, "Bearer " + adminToken},
+	} {
+		req, err := http.NewRequest("GET", s.URL+"/ops/v1/sites", nil)
+		require.NoError(t, err)
+		req.Header.Add("Authorization", pair[0])
+		req.Header.Add("Authorization", pair[1])
+		r := do(t, req)
+		requireErr(t, r, 401, "unauthorized", "")
+	}
 }
