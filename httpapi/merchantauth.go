@@ -65,6 +65,10 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 // while it is open, so that a stream ends when its credentials stop being
 // accepted (docs/callbacks.md).
 func (s *Server) merchantCredentials(r *http.Request, signed []byte) (ids.SiteID, *aggregates.Config, error) {
+	if len(r.Header.Values("appKey")) > 1 {
+		// Two identities in one request: taking either would be a guess.
+		return "", nil, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "send one appKey header"}
+	}
 	appKey := r.Header.Get("appKey")
 	if appKey == "" {
 		return "", nil, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "the appKey header is missing"}
@@ -107,6 +111,9 @@ const signRule = "sign must be base64(HMAC-SHA256(secret, S)), S being the exact
 // someone who holds the secret can make a signature that matches such a
 // variant, so naming it tells nobody else anything.
 func (s *Server) checkSignature(cfg *aggregates.Config, r *http.Request, signed []byte) string {
+	if len(r.Header.Values("sign")) > 1 {
+		return "send one sign header; " + signRule
+	}
 	sign := r.Header.Get("sign")
 	if sign == "" {
 		return "the sign header is missing; " + signRule

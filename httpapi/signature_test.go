@@ -127,3 +127,37 @@ func TestUnknownMerchantPath(t *testing.T) {
 	r := s.send(t, "DELETE", "/v1/balance", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
 	requireErr(t, r, 405, "method_not_allowed", "")
 }
+
+// TestSignature_repeatedHeaders: a request with two appKey or two sign
+// headers is refused whichever comes first, even when one of them is
+// right: taking either would be a guess at who is calling.
+func TestSignature_repeatedHeaders(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	a := s.newSite(nil, 0)
+	b := s.newSite(nil, 0)
+	good := sign(a.Secret, nil)
+	for _, tc := range []struct {
+		name          string
+		appKeys, sigs []string
+		code, field   string
+	}{
+		{"two appKeys, the right one first", []string{a.AppKey, b.AppKey}, []string{good}, "unknown_app_key", "appKey"},
+		{"two appKeys, the right one last", []string{b.AppKey, a.AppKey}, []string{good}, "unknown_app_key", "appKey"},
+		{"two signs, the right one first", []string{a.AppKey}, []string{good, "AAAA"}, "invalid_signature", "sign"},
+		{"two signs, both right", []string{a.AppKey}, []string{good, good}, "invalid_signature", "sign"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, s.URL+"/v1/balance", nil)
+			require.NoError(t, err)
+			for _, k := range tc.appKeys {
+				req.Header.Add("appKey", k)
+			}
+			for _, v := range tc.sigs {
+				req.Header.Add("sign", v)
+			}
+			requireErr(t, do(t, req), 401, tc.code, tc.field)
+		})
+	}
+	requireOK(t, s.get(a, "/v1/balance", ""))
+}
