@@ -147,6 +147,11 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // readBodyUpTo is readBody with another limit, in bytes (a multiple of
 // 1 KiB).
 func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// The body would be read (and its signature checked) as the
+		// encoded bytes, and refused for what they look like.
+		return nil, errBad("invalid_request", "Content-Encoding", fmt.Sprintf("Content-Encoding %q is not accepted; send the body as it is", ce))
+	}
 	tooLarge := &apiError{status: 413, code: "body_too_large", message: fmt.Sprintf("the request body is over %d KiB", limit>>10)}
 	if r.ContentLength > limit {
 		return nil, tooLarge

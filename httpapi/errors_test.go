@@ -768,3 +768,36 @@ func TestUnavailable(t *testing.T) {
 		s.unchanged(t, st, before, "closed-w")
 	})
 }
+
+// TestInvalidRequest_encodingAndNamelessParameters: a body in a
+// Content-Encoding is refused naming the header (it would be read as the
+// encoded bytes), and a parameter without a name is malformed form
+// encoding, not a field of an empty name; nothing is written.
+func TestInvalidRequest_encodingAndNamelessParameters(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 1_000_000)
+	before := s.eventCount(t, st.ID)
+	dep := depositForm("ZAINCASH", "enc-1", "u1", 25000).Encode()
+
+	for _, ce := range []string{"gzip", "deflate", "GZIP", "br"} {
+		r := s.postRaw(st, pathDeposit, dep, map[string]string{"Content-Encoding": ce})
+		requireErr(t, r, 400, "invalid_request", "Content-Encoding")
+	}
+	requireOK(t, s.postRaw(st, pathDeposit, dep, map[string]string{"Content-Encoding": "identity"}))
+	before++
+	r := s.send(t, "POST", "/ops/v1/sites/"+st.ID+"/adjustments", `{"amount":5,"reason":"enc"}`,
+		map[string]string{"Authorization": "Bearer " + adminToken, "Content-Type": "application/json", "Content-Encoding": "gzip"})
+	requireErr(t, r, 400, "invalid_request", "Content-Encoding")
+
+	for _, body := range []string{dep + "&=x", "=x&" + dep, dep + "&="} {
+		r := s.postRaw(st, pathDeposit, body, nil)
+		requireErr(t, r, 400, "invalid_request", "")
+		require.Contains(t, r.Message, "without a name")
+	}
+	r = s.get(st, "/v1/transactions", "processId=enc-1&=x")
+	requireErr(t, r, 400, "invalid_request", "")
+	require.Contains(t, r.Message, "without a name")
+	require.Equal(t, before, s.eventCount(t, st.ID))
+}

@@ -93,6 +93,10 @@ func checkParams(v url.Values, known []string, what string) error {
 	// The first offending key in sorted order, so that a request with
 	// several is answered the same way every time.
 	for _, k := range slices.Sorted(maps.Keys(v)) {
+		if k == "" {
+			// "=x" or "&=x": there is no name to put in field.
+			return errBad("invalid_request", "", fmt.Sprintf("a %s without a name (=… with nothing before it) is not valid form encoding", what))
+		}
 		if !slices.Contains(known, k) {
 			list := "none"
 			if len(known) > 0 {
