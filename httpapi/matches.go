@@ -138,8 +138,8 @@ func transfersOf(in []transferBody) ([]matching.Transfer, error) {
 			return nil, errBad("invalid_request", field("name"), "the sender's name is missing")
 		}
 		for _, f := range []struct{ name, v string }{{"name", t.Name}, {"method", t.Method}, {"reference", t.Reference}} {
-			if len(f.v) > maxSearchText {
-				return nil, errBad("invalid_request", field(f.name), fmt.Sprintf("%s is at most %d bytes", f.name, maxSearchText))
+			if why := matching.CheckText(f.v); why != "" {
+				return nil, errBad("invalid_request", field(f.name), f.name+": "+why)
 			}
 		}
 		out[i] = matching.Transfer{Amount: t.Amount, Name: t.Name, Method: t.Method, Reference: t.Reference}

@@ -149,6 +149,8 @@ func TestMatches_refused(t *testing.T) {
 		{name: "no name", json: tr(map[string]any{"amount": 5, "name": " "}), status: 400, field: "transfers[0].name"},
 		{name: "bad time", json: tr(map[string]any{"amount": 5, "name": "a", "time": "noon"}), status: 400, field: "transfers[0].time"},
 		{name: "long reference", json: tr(map[string]any{"amount": 5, "name": "a", "reference": strings.Repeat("r", 257)}), status: 400, field: "transfers[0].reference"},
+		{name: "a NUL in a name", json: tr(map[string]any{"amount": 5, "name": "Al\x00i"}), status: 400, field: "transfers[0].name", message: "holds a control character"},
+		{name: "a NUL in a CSV name", ct: "text/csv", body: "25000,Al\x00i\n", status: 400, field: "text", message: "line 1, name: holds a control character"},
 		{name: "too many lines", ct: "text/csv", body: strings.Repeat("1,a\n", 1001), status: 400, field: "text", message: "more than 1000 transfers"},
 		{name: "too large", ct: "text/csv", body: strings.Repeat("x", 512<<10+1), status: 413},
 		{name: "another content type", ct: "application/xml", body: "<x/>", status: 400},

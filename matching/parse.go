@@ -188,8 +188,8 @@ func parseLine(line int, rec []string) (Transfer, *LineError) {
 		return Transfer{}, &LineError{Line: line, Column: "name", Reason: "the sender's name is missing"}
 	}
 	for _, f := range []struct{ name, v string }{{"name", t.Name}, {"method", t.Method}, {"reference", t.Reference}} {
-		if len(f.v) > 256 {
-			return Transfer{}, &LineError{Line: line, Column: f.name, Reason: "longer than 256 bytes"}
+		if why := CheckText(f.v); why != "" {
+			return Transfer{}, &LineError{Line: line, Column: f.name, Reason: why}
 		}
 	}
 	if v := col(2); v != "" {
@@ -198,6 +198,23 @@ func parseLine(line int, rec []string) (Transfer, *LineError) {
 		}
 	}
 	return t, nil
+}
+
+// MaxText bounds a transfer's name, method and reference, in bytes.
+const MaxText = 256
+
+// CheckText says what is wrong with a transfer's name, method or reference
+// ("" when nothing): longer than MaxText bytes, or holding a control
+// character (a NUL or a line break pasted in would be matched against
+// names and shown as it is).
+func CheckText(v string) string {
+	if len(v) > MaxText {
+		return fmt.Sprintf("longer than %d bytes", MaxText)
+	}
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		return "holds a control character"
+	}
+	return ""
 }
 
 // ParseAmount reads a statement's amount (see Parse).

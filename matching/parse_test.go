@@ -78,6 +78,8 @@ func TestParse_refused(t *testing.T) {
 		{"negative", "25000,Ali\n-5,Ali\n", []string{"line 2, amount"}},
 		{"too many columns", "1,a,,b,c,d\n", []string{"line 1: 6 columns"}},
 		{"a long name", "1," + strings.Repeat("x", 257) + "\n", []string{"line 1, name: longer than 256 bytes"}},
+		{"a NUL in a name", "1,Al\x00i\n", []string{"line 1, name: holds a control character"}},
+		{"a control byte in a reference", "1,Ali,,,ref\x01x\n", []string{"line 1, reference: holds a control character"}},
 		{"not UTF-8", "1,\xff\n", []string{"not UTF-8"}},
 		{"a quote never closed is named at its line", "25000,Ali\n30000,\"Omar Hasan\n40000,Zainab Kareem\n50000,Sara\n", []string{"line 2, name: unterminated quote"}},
 		{"a quote never closed in TSV", "25000\t\"Ali\n30000\tOmar\n", []string{"line 1, name: unterminated quote"}},
