@@ -67,7 +67,8 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "this process does not serve callback streams"})
 		return
 	}
-	var after string
+	var after, afterField string
+	var afterSeq uint64
 	// An SSE client reconnects to the URL it first opened, ?after= and
 	// all, and sends the last id it received as Last-Event-ID: that is
 	// the later position (docs/callbacks.md).
@@ -75,11 +76,26 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 		if p.v == "" {
 			continue
 		}
-		if _, _, ok := callbacks.ParseWebhookID(p.v); !ok {
+		seq, _, ok := callbacks.ParseWebhookID(p.v)
+		if !ok {
 			s.writeErr(w, r, errBad("invalid_request", p.field, p.field+" must be a webhook-id (<sequence>-<index>)"))
 			return
 		}
-		after = p.v
+		after, afterField, afterSeq = p.v, p.field, seq
+	}
+	if after != "" {
+		// A position past the stream's end was never handed out: streaming
+		// after it would stay silent while callbacks are made.
+		last, err := s.cfg.Events.LastSeq(r.Context())
+		if err != nil {
+			s.writeErr(w, r, err)
+			return
+		}
+		if afterSeq > last {
+			s.writeErr(w, r, errBad("invalid_request", afterField, fmt.Sprintf(
+				"%s names no event of this gateway: the newest is at sequence %d; resume from an id the stream sent", afterField, last)))
+			return
+		}
 	}
 	release, err := s.streams.take(info(r).siteID, s.cfg.StreamsPerSite, s.cfg.Streams)
 	if err != nil {

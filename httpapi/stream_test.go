@@ -217,6 +217,21 @@ func TestCallbackStream_lastEventIDWins(t *testing.T) {
 	requireErr(t, r, 400, "invalid_request", "Last-Event-ID")
 	_, r = s.tryStream(t, st, "after=soon", map[string]string{"Last-Event-ID": ids[1]})
 	requireErr(t, r, 400, "invalid_request", "after")
+
+	// A position past the stream's end was never sent: refused by its
+	// name, where streaming after it would stay silent.
+	_, r = s.tryStream(t, st, "after=99999999999-1", nil)
+	requireErr(t, r, 400, "invalid_request", "after")
+	require.Contains(t, r.Message, "names no event")
+	_, r = s.tryStream(t, st, "after="+ids[0], map[string]string{"Last-Event-ID": "99999999999-0"})
+	requireErr(t, r, 400, "invalid_request", "Last-Event-ID")
+	// The stream's own end, as a position read at the start, is taken.
+	ss = s.openStream(t, st, "", nil)
+	head := ss.next().ID
+	ss.close()
+	ss = s.openStream(t, st, "after="+head, nil)
+	assert.Equal(t, sseEvent{ID: head}, ss.next())
+	ss.close()
 }
 
 // requireStreamEnd asserts that the stream's next event is its last, an
