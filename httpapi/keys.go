@@ -65,11 +65,14 @@ func checkObject(raw json.RawMessage, t reflect.Type, path string) error {
 			}
 			return errBad("invalid_request", name, msg)
 		}
-		if string(bytes.TrimSpace(val)) == "null" && f.Type.Kind() == reflect.Pointer {
-			hint := ""
-			if f.Type.Elem().Kind() == reflect.String {
+		if string(bytes.TrimSpace(val)) == "null" && f.Type != rawMessage && f.Type.Kind() != reflect.Interface {
+			// encoding/json leaves a field at what it was for a null:
+			// taken, a null would read as false, 0 or "" unsaid.
+			hint := "; give a value, or leave the field out"
+			switch {
+			case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.String:
 				hint = `; send "" to remove it, or leave the field out to keep it`
-			} else {
+			case f.Type.Kind() == reflect.Pointer:
 				hint = "; leave the field out to keep it"
 			}
 			return errBad("invalid_request", name, name+" cannot be null"+hint)
@@ -80,6 +83,8 @@ func checkObject(raw json.RawMessage, t reflect.Type, path string) error {
 	}
 	return nil
 }
+
+var rawMessage = reflect.TypeFor[json.RawMessage]()
 
 // jsonFields are a struct's fields by JSON name, embedded structs' too.
 func jsonFields(t reflect.Type) map[string]reflect.StructField {
