@@ -590,7 +590,7 @@ func TestOpsSiteEvents(t *testing.T) {
 			require.Equal(t, items, got)
 		})
 	}
-	for _, c := range []struct{ q, field string }{{"cursor=abc", "cursor"}, {"cursor=0", "cursor"}, {"cursor=-1", "cursor"},
+	for _, c := range []struct{ q, field string }{{"cursor=abc", "cursor"}, {"cursor=0", "cursor"}, {"cursor=-1", "cursor"}, {"cursor=01", "cursor"}, {"cursor=%2B1", "cursor"},
 		{"limit=0", "limit"}, {"limit=x", "limit"}} {
 		requireErr(t, s.ops("GET", "/ops/v1/sites/"+st.ID+"/events?"+c.q, nil), 400, "invalid_request", c.field)
 	}

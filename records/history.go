@@ -68,7 +68,7 @@ func (r *Reader) History(ctx context.Context, siteID ids.SiteID, cursor string, 
 	from := uint64(1)
 	if cursor != "" {
 		n, err := strconv.ParseUint(cursor, 10, 64)
-		if err != nil || n == 0 {
+		if err != nil || n == 0 || strconv.FormatUint(n, 10) != cursor {
 			return Page[HistoryItem]{}, ErrBadCursor
 		}
 		from = n

@@ -81,7 +81,9 @@ func TestCursor(t *testing.T) {
 	assert.False(t, started)
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for _, bad := range []string{"!!", "czE", enc("s1\x001"), enc("c2:0:0:0"), enc("c2:0:1"), enc("c2:0:1:2:3"),
-		enc("c1:0:1:0"), enc("c2:0:-1:0"), enc("c2:0:1:70000"), enc("c2:0:x:0"), enc("c2:0:18446744073709551616:0")} {
+		enc("c1:0:1:0"), enc("c2:0:-1:0"), enc("c2:0:1:70000"), enc("c2:0:x:0"), enc("c2:0:18446744073709551616:0"),
+		// Other spellings of a position this server would issue otherwise.
+		enc("c2:0:012:0"), enc("c2:0:12:00"), enc("c2:0:+12:0"), encodeCursor(Oldest, pos{12, 0}) + "A"} {
 		_, _, err := decodeCursor(bad, Oldest)
 		assert.ErrorIs(t, err, ErrBadCursor, bad)
 	}

@@ -462,5 +462,11 @@ func decodeCursor(c string, o Order) (pos, bool, error) {
 	if err1 != nil || err2 != nil || seq == 0 {
 		return pos{}, false, ErrBadCursor
 	}
-	return pos{seq, uint16(ev)}, true, nil
+	p := pos{seq, uint16(ev)}
+	if encodeCursor(o, p) != c {
+		// Another spelling of a position (a leading zero, other base64
+		// padding bits) was not issued by this server.
+		return pos{}, false, ErrBadCursor
+	}
+	return p, true, nil
 }
