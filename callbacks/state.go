@@ -248,7 +248,9 @@ func (f Filter) after() (key, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(f.Cursor)
 	k, ok := keyOf(string(b))
-	if err != nil || !ok {
+	if err != nil || !ok || *cursorAt(k) != f.Cursor {
+		// The last test refuses another spelling of one (other base64
+		// padding bits), which List did not issue either.
 		return key{}, ErrBadCursor
 	}
 	return k, nil

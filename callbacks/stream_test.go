@@ -2,6 +2,7 @@ package callbacks
 
 import (
 	"context"
+	"encoding/base64"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,4 +94,19 @@ func TestStream_afterParsed(t *testing.T) {
 		require.ErrorIs(t, err, ErrEventNotFound, "after %q", after)
 	}
 	require.Zero(t, store.reads.Load())
+}
+
+// TestFilterCursor: a listing cursor is taken only as List spells it.
+func TestFilterCursor(t *testing.T) {
+	c := *cursorAt(key{12, 3})
+	k, err := Filter{Cursor: c}.after()
+	require.NoError(t, err)
+	assert.Equal(t, key{12, 3}, k)
+	enc := base64.RawURLEncoding.EncodeToString
+	last := c[len(c)-1]
+	other := c[:len(c)-1] + string(last+1) // the same bytes, other padding bits
+	for _, bad := range []string{"garbage!", enc([]byte("012-3")), enc([]byte("12-03")), enc([]byte("12")), other} {
+		_, err := Filter{Cursor: bad}.after()
+		assert.ErrorIs(t, err, ErrBadCursor, bad)
+	}
 }
