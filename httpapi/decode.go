@@ -62,7 +62,10 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) ([]byte, erro
 
 // unmarshalStrict decodes an operator body read already (see decodeJSON).
 func unmarshalStrict(r *http.Request, body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		// No body. A JSON client with nothing to send often sends null
+		// (json.Marshal(nil), JSON.stringify(null)).
 		return nil
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -79,9 +82,9 @@ func unmarshalStrict(r *http.Request, body []byte, v any) error {
 		// encoding/json would read it as U+FFFD, as it would a bad byte.
 		return errBad("invalid_request", "", `the body holds a \u escape of half a UTF-16 surrogate pair, which is no character`)
 	}
-	if bytes.TrimSpace(body)[0] != '{' {
-		// null would decode to nothing at all, and an array or a string
-		// to a type error without a field.
+	if trimmed[0] != '{' {
+		// An array or a scalar would decode to a type error without a
+		// field, or to nothing at all.
 		return errBad("invalid_request", "", "the body must hold one JSON object")
 	}
 	if k := duplicateKey(body); k != "" {

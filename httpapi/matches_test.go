@@ -213,10 +213,9 @@ func TestOpsBodies_exact(t *testing.T) {
 	require.Nil(t, decodeAny(t, s.ops("GET", "/ops/v1/sites/"+st.ID, nil))["callbackUrl"])
 }
 
-// TestOpsBodies_oneObject: an operator body is one JSON object or nothing;
-// null, an array or a scalar is refused before anything is done (a null
-// once counted as an empty object, and took a withdrawal or rotated a
-// secret).
+// TestOpsBodies_oneObject: an operator body is one JSON object or nothing
+// (empty, or null, which JSON clients send for nothing); an array or a
+// scalar is refused before anything is done.
 func TestOpsBodies_oneObject(t *testing.T) {
 	e := newEnv(t)
 	s := e.newStack(stackOptions{})
@@ -230,7 +229,7 @@ func TestOpsBodies_oneObject(t *testing.T) {
 		"/ops/v1/sites/" + st.ID + "/webhook-secret",
 		"/ops/v1/sites/" + st.ID + "/adjustments",
 	} {
-		for _, body := range []string{"null", " null ", "[]", `[{"amount":5}]`, `"x"`, "1", "true"} {
+		for _, body := range []string{"[]", `[{"amount":5}]`, `"x"`, "1", "true", "nullx"} {
 			t.Run(path+" "+body, func(t *testing.T) {
 				r := s.send(t, "POST", path, body, hdr)
 				requireErr(t, r, 400, "invalid_request", "")
@@ -238,10 +237,13 @@ func TestOpsBodies_oneObject(t *testing.T) {
 			})
 		}
 	}
-	r := s.send(t, "DELETE", "/ops/v1/operators/op_x", "null", hdr)
+	r := s.send(t, "DELETE", "/ops/v1/operators/op_x", "[]", hdr)
 	requireErr(t, r, 400, "invalid_request", "")
 	require.Equal(t, before, s.eventCount(t, st.ID))
 	require.Equal(t, "pending", rec(t, s.ops("GET", "/ops/v1/transactions/"+w.TransactionID, nil)).Status)
+	// null is no body, as an empty one is.
+	requireOK(t, s.send(t, "POST", "/ops/v1/withdrawals/"+w.TransactionID+"/process", " null ", hdr))
+	require.Equal(t, "processing", rec(t, s.ops("GET", "/ops/v1/transactions/"+w.TransactionID, nil)).Status)
 }
 
 // TestOpsBodies_duplicateKeys: a key given twice in one object of an
