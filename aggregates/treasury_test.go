@@ -98,3 +98,17 @@ func TestTreasuryBound(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckText_invisibleIsBlank: a required text of nothing but white
+// space and invisible format characters is missing; those characters
+// inside a text are kept (a zero-width non-joiner is spelling).
+func TestCheckText_invisibleIsBlank(t *testing.T) {
+	for _, v := range []string{"", " ", "\u200b", "\u200b \u2060", "\ufeff", "\u202e", "\u00a0\u200d"} {
+		err := checkText("reason", v, maxTextLen)
+		require.ErrorIs(t, err, ErrInvalidRequest, "%q", v)
+		assert.Contains(t, err.Error(), "reason is required", "%q", v)
+	}
+	for _, v := range []string{"no transfer", "می\u200cخواهم", "a\u200bb"} {
+		assert.NoError(t, checkText("reason", v, maxTextLen), "%q", v)
+	}
+}

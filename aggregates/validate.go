@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -128,7 +129,7 @@ func (s *Site) validateRequest(r Request, k Kind) error {
 // holding a control character: records, callbacks and the console carry a
 // text as it was given (docs/errors.md "invalid_request").
 func checkText(field, v string, max int) error {
-	if strings.TrimSpace(v) == "" {
+	if strings.TrimFunc(v, blankRune) == "" {
 		return fieldErr(field, ErrInvalidRequest, "%s is required", field)
 	}
 	return checkOptionalText(field, v, max)
@@ -142,6 +143,12 @@ func checkOptionalText(field, v string, max int) error {
 	}
 	return nil
 }
+
+// blankRune is white space or an invisible format character (a zero-width
+// space or joiner, a bidi mark, a byte order mark): a text of nothing else
+// shows nothing. Inside a text they stay (a zero-width non-joiner is part
+// of Persian and Kurdish spelling).
+func blankRune(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
 
 // isControl is a C0 or C1 control character, DEL included.
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }

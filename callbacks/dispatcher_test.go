@@ -288,9 +288,15 @@ func TestDispatcher_resendDeliveredAndListPaging(t *testing.T) {
 
 	// Resending a delivered callback sends it once more.
 	id := rcv.byTx(txs[0])[0].ID
+	before := time.Now().Add(-time.Second)
 	rec, err := d.Resend(context.Background(), id, "op")
 	require.NoError(t, err)
 	assert.Equal(t, StatusPending, rec.Status)
+	// Due now, as every resend answer says (docs/callbacks.md).
+	require.NotNil(t, rec.NextAttemptAt, "a resend of a delivered callback is due now")
+	due, err := time.Parse(time.RFC3339Nano, *rec.NextAttemptAt)
+	require.NoError(t, err)
+	assert.True(t, due.After(before), "due %s", *rec.NextAttemptAt)
 	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(txs[0])) == 3 }, "resent")
 
 	// A site without callbackUrl has nothing to resend to.

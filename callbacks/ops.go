@@ -321,9 +321,11 @@ func (d *Dispatcher) renew(ctx context.Context, j *job, actor string, n int) (De
 			return Delivery{}, err
 		}
 	}
+	// Due now (docs/callbacks.md "Resending"): the job starts at once.
+	now := records.FormatTime(time.Now().UnixMilli())
 	j.rec = Delivery{EventID: id, SiteID: j.site, TransactionID: j.tx, Type: j.typ, Status: StatusPending,
 		Resends: old.Resends + n, LastResendBy: actor, LastStatusCode: old.LastStatusCode, LastError: old.LastError,
-		LastAttemptAt: old.LastAttemptAt}
+		LastAttemptAt: old.LastAttemptAt, NextAttemptAt: &now}
 	if err := d.write(ctx, &j.rec); err != nil {
 		return Delivery{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
