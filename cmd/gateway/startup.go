@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"gateway/events/jsstore"
 )
 
 // handlerSwitch serves one handler and then another: the starting page
@@ -59,6 +62,10 @@ func waitFor(ctx context.Context, log *slog.Logger, what string, limit time.Dura
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", what, ctx.Err())
+		}
+		if errors.Is(err, jsstore.ErrHistoryLost) {
+			// Waiting does not bring lost messages back.
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		log.Warn("waiting for the event store", "for", what, "attempt", attempt, "retryIn", pause, "err", err)
 		select {

@@ -153,6 +153,14 @@ func (s *source) open(ctx context.Context) (*jsstore.Store, func(), error) {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		st, err := jsstore.OpenExisting(octx, nc, jsstore.Options{})
+		if err == nil {
+			// A history shorter than what the gateway once had on disk
+			// reads as a whole one: the mark tells them apart.
+			var last uint64
+			if last, err = st.LastSeq(octx); err == nil {
+				err = jsstore.CheckDurableMark(s.data, events.StreamName, last)
+			}
+		}
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("open ledger in %s: %w", s.data, err)

@@ -66,6 +66,8 @@ type fileSync struct {
 	// earlier process stored (the ledger catching up after a restart) are
 	// handed out after one fsync, not one each.
 	atOpen uint64
+	// mark records durable in a file (mark.go); nil: not kept.
+	mark *os.File
 
 	mu      sync.Mutex
 	running *syncRound // the round under way
@@ -233,6 +235,10 @@ func (f *fileSync) run() {
 		r.covers = max(f.acked.Load(), f.atOpen)
 		f.mu.Unlock()
 		err := f.syncFiles()
+		if err == nil && f.mark != nil {
+			// A check, not the data: a failed write only weakens it.
+			_ = writeMark(f.mark, max(r.need, r.covers))
+		}
 		f.mu.Lock()
 		f.stats.Waits.Add(uint64(r.waiters))
 		if err != nil {

@@ -507,3 +507,54 @@ func lastOf(t *testing.T, st *jsstore.Store, subj string) uint64 {
 	require.NoError(t, err)
 	return seq
 }
+
+// A history shorter than what the store's fsync rounds once put on disk
+// (a torn or damaged block the server truncated when it recovered it) is
+// refused at the next open, not served; an intact one, and a store
+// without a mark, open as before.
+func TestFileSync_lostHistoryIsRefused(t *testing.T) {
+	ctx := context.Background()
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	nc := srv.Conn("before")
+	st := testkit.OpenStore(t, nc, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	const n = 30
+	for i := range n {
+		_, err := st.Append(ctx, siteSubject("m"), uint64(i), []byte(fmt.Sprintf("message %02d of the history", i)))
+		require.NoError(t, err)
+	}
+	nc.Close()
+
+	// Intact: opens.
+	srv.Restart()
+	nc = srv.Conn("intact")
+	_, err := jsstore.Open(ctx, nc, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	require.NoError(t, err)
+	nc.Close()
+
+	// The last record torn: the server drops it when it recovers the block.
+	srv.Stop()
+	paths, err := filepath.Glob(filepath.Join(msgsDir(srv), "*.blk"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths)
+	last := paths[len(paths)-1]
+	fi, err := os.Stat(last)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(last, fi.Size()-10))
+	// As after a crash: no index written at shutdown, so the server
+	// recovers the stream from its blocks.
+	require.NoError(t, os.Remove(filepath.Join(msgsDir(srv), "index.db")))
+	srv.Restart()
+	nc = srv.Conn("after")
+	_, err = jsstore.Open(ctx, nc, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	require.ErrorIs(t, err, jsstore.ErrHistoryLost)
+	assert.Contains(t, err.Error(), fmt.Sprintf("but %d was on disk", n))
+
+	// Without the gateway's own fsync there is no mark to hold it to.
+	_, err = jsstore.Open(ctx, nc, jsstore.Options{})
+	require.NoError(t, err)
+
+	// A reader of the offline directory (ledgerctl) checks the same mark.
+	require.ErrorIs(t, jsstore.CheckDurableMark(srv.Dir(), events.StreamName, n-1), jsstore.ErrHistoryLost)
+	require.NoError(t, jsstore.CheckDurableMark(srv.Dir(), events.StreamName, n))
+	require.NoError(t, jsstore.CheckDurableMark(t.TempDir(), events.StreamName, 0), "no mark")
+}

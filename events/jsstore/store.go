@@ -140,6 +140,15 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 		}
 		s.fsync = newFileSync(o.Files, o.Stream)
 		s.fsync.atOpen = st.CachedInfo().State.LastSeq
+		mark, seq, err := openMark(o.Files, o.Stream)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkMark(o.Stream, s.fsync.atOpen, seq); err != nil {
+			mark.Close()
+			return nil, err
+		}
+		s.fsync.mark = mark
 	}
 	return s, nil
 }
