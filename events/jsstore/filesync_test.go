@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -475,14 +476,8 @@ func TestFileSync_panickingSendSettles(t *testing.T) {
 // a round covers every message the server had written when it started.
 func TestFileSync_catchUpIsOneRoundNotOneAMessage(t *testing.T) {
 	ctx := context.Background()
-	srv := testkit.StartServer(t, jsstore.ServerConfig{})
-	before := srv.Conn("before")
-	st := testkit.OpenStore(t, before, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
 	const n = 200
-	for i := range n {
-		_, err := st.Append(ctx, siteSubject(fmt.Sprint("s", i%7)), lastOf(t, st, siteSubject(fmt.Sprint("s", i%7))), []byte(fmt.Sprint(i)))
-		require.NoError(t, err)
-	}
+	srv, before := syncedHistory(t, n)
 	before.Close()
 	srv.Restart()
 	after := testkit.OpenStore(t, srv.Conn("after"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
@@ -501,11 +496,22 @@ func TestFileSync_catchUpIsOneRoundNotOneAMessage(t *testing.T) {
 		"rounds made to hand out %d messages stored before the process started", n)
 }
 
-func lastOf(t *testing.T, st *jsstore.Store, subj string) uint64 {
+// syncedHistory starts a server and stores n messages over seven site
+// subjects through a store that fsyncs itself, on the connection it
+// returns.
+func syncedHistory(t *testing.T, n int) (*testkit.Server, *nats.Conn) {
 	t.Helper()
-	seq, err := st.LastFor(context.Background(), subj)
-	require.NoError(t, err)
-	return seq
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	nc := srv.Conn("before")
+	st := testkit.OpenStore(t, nc, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	last := map[string]uint64{}
+	for i := range n {
+		subj := siteSubject(fmt.Sprint("s", i%7))
+		seq, err := st.Append(context.Background(), subj, last[subj], []byte(fmt.Sprintf("message %03d of the history", i)))
+		require.NoError(t, err)
+		last[subj] = seq
+	}
+	return srv, nc
 }
 
 // A history shorter than what the store's fsync rounds once put on disk
@@ -514,14 +520,8 @@ func lastOf(t *testing.T, st *jsstore.Store, subj string) uint64 {
 // without a mark, open as before.
 func TestFileSync_lostHistoryIsRefused(t *testing.T) {
 	ctx := context.Background()
-	srv := testkit.StartServer(t, jsstore.ServerConfig{})
-	nc := srv.Conn("before")
-	st := testkit.OpenStore(t, nc, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
 	const n = 30
-	for i := range n {
-		_, err := st.Append(ctx, siteSubject("m"), uint64(i), []byte(fmt.Sprintf("message %02d of the history", i)))
-		require.NoError(t, err)
-	}
+	srv, nc := syncedHistory(t, n)
 	nc.Close()
 
 	// Intact: opens.
