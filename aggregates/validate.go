@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -90,10 +91,19 @@ func ValidateCallbackURL(raw string) error {
 }
 
 // webURL reports whether raw is an absolute http or https URL with a host,
-// no user information, at most 2048 bytes.
+// a port (if any) that exists, no user information, no white space, at
+// most 2048 bytes: one that can be called (or followed) as it is written.
 func webURL(raw string) bool {
 	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil && len(raw) <= 2048
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" || u.User != nil ||
+		len(raw) > 2048 || strings.ContainsFunc(raw, unicode.IsSpace) {
+		return false
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		return err == nil && n >= 1 && n <= 65535
+	}
+	return true
 }
 
 func (s *Site) validateRequest(r Request, k Kind) error {
