@@ -46,9 +46,10 @@ const (
 const MaxBalance = 1<<53 - 1
 
 // checkBalance refuses to move the balance by delta (at most 2^50 either
-// way) beyond ±MaxBalance.
+// way) beyond ±MaxBalance. A debit counts the pending withdrawals too:
+// paying them takes the balance down by as much later, without a check.
 func (s *Site) checkBalance(delta int64) error {
-	if delta > 0 && s.Balance > MaxBalance-delta || delta < 0 && s.Balance < -MaxBalance-delta {
+	if delta > 0 && s.Balance > MaxBalance-delta || delta < 0 && s.Balance-s.PendingWithdrawals < -MaxBalance-delta {
 		return &FieldError{Field: "amount", Err: ErrTreasuryBound, Msg: fmt.Sprintf(
 			"the balance (%d IQD) cannot move by %d IQD: a treasury's balance stays within ±%d IQD", s.Balance, delta, int64(MaxBalance))}
 	}

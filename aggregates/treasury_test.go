@@ -69,6 +69,11 @@ func TestTreasuryBound(t *testing.T) {
 			return AdjustTreasury{Amount: -step, Reason: "r", AllowBelowLimit: true}
 		}, true},
 		{"a debit back from past the bound", MaxBalance + 5, func(*fixture) Command { return AdjustTreasury{Amount: -step, Reason: "r"} }, false},
+		{"a debit that paying a pending withdrawal would take past the bound", 1_000_000, func(f *fixture) Command {
+			f.withdraw("w1", "u1", 5000)
+			f.s.Balance = -MaxBalance + step + 2500 // within the bound until the 5,000 are paid
+			return AdjustTreasury{Amount: -step, Reason: "r", AllowBelowLimit: true}
+		}, true},
 		{"an approval up to the bound", MaxBalance - 5000, func(f *fixture) Command {
 			return ApproveDeposit{TxID: tx(f.deposit("p1", "u1", 5000))}
 		}, false},
