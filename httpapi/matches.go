@@ -46,14 +46,7 @@ type transferBody struct {
 // matching). It reads and writes nothing else: approving a proposal is the
 // approve action, with its role.
 func (s *Server) matches(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	for k := range q {
-		if k != "site" {
-			s.writeErr(w, r, errBad("invalid_request", k, fmt.Sprintf("unknown parameter %q; the only one is site", k)))
-			return
-		}
-	}
-	site, err := siteQuery(q.Get("site"))
+	site, err := siteQuery(r.URL.Query().Get("site"))
 	if err != nil {
 		s.writeErr(w, r, err)
 		return

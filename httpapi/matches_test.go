@@ -143,6 +143,7 @@ func TestMatches_refused(t *testing.T) {
 		{name: "both", json: map[string]any{"text": "1,a", "transfers": []map[string]any{{"amount": 1, "name": "a"}}}, status: 400, field: "transfers"},
 		{name: "unknown field", json: map[string]any{"lines": "1,a"}, status: 400, field: "lines"},
 		{name: "unknown parameter", query: "?sites=x", json: tr(map[string]any{"amount": 1, "name": "a"}), status: 400, field: "sites"},
+		{name: "site twice", query: "?site=a&site=b", json: tr(map[string]any{"amount": 1, "name": "a"}), status: 400, field: "site", message: "site is given more than once"},
 		{name: "unknown site", query: "?site=snope", json: tr(map[string]any{"amount": 1, "name": "a"}), status: 404},
 		{name: "zero amount", json: tr(map[string]any{"amount": 0, "name": "a"}), status: 400, field: "transfers[0].amount"},
 		{name: "a fraction", json: tr(map[string]any{"amount": 1.5, "name": "a"}), status: 400, field: "transfers.amount"},

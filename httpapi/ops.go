@@ -22,7 +22,7 @@ func (s *Server) opsRoutes(r chi.Router) {
 	r.Use(s.opsAuth)
 	// Every route names the least role that may call it (roles are
 	// ordered: admin ⊃ operator ⊃ auditor), and the query parameters it
-	// takes (only); the transactions listing and matches check their own.
+	// takes (only); the transactions listing checks its filters itself.
 	read := r.With(s.need(aggregates.RoleAuditor))
 	act := r.With(s.need(aggregates.RoleOperator))
 	admin := r.With(s.need(aggregates.RoleAdmin))
@@ -41,7 +41,7 @@ func (s *Server) opsRoutes(r chi.Router) {
 	admin.Patch("/banks/{id}", s.only(s.updateBank))
 	read.Get("/transactions", s.listTransactions)
 	read.Get("/transactions/{id}", s.only(s.opsTransaction))
-	read.Post("/matches", s.matches)
+	read.Post("/matches", s.only(s.matches, "site"))
 	act.Post("/deposits/{id}/approve", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
 		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount)}
 	})))

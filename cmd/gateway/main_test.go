@@ -884,6 +884,26 @@ func TestExternalNATS_wrongCredentials(t *testing.T) {
 	}
 }
 
+// TestGateway_lostHistoryStops: a data directory whose durable mark is past
+// the ledger stream's end (block files damaged or removed) stops the
+// gateway at once (exit 1), naming the lost messages, instead of serving
+// the shorter history or waiting for the store for ever.
+func TestGateway_lostHistoryStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	dir := t.TempDir()
+	// As left by a gateway that had 7 messages on disk: the stream the
+	// next start finds is empty.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "durable-LEDGER"), fmt.Appendf(nil, "%020d\n", 7), 0o600))
+	cmd, out := spawn(t, "--data", dir, "--http", freeAddr(t))
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "log:\n%s", out.String())
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, out.String(), "ends at sequence 0, but 7 was on disk")
+}
+
 func TestParseByteSize(t *testing.T) {
 	cases := []struct {
 		in      string

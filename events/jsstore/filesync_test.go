@@ -558,3 +558,13 @@ func TestFileSync_lostHistoryIsRefused(t *testing.T) {
 	require.NoError(t, jsstore.CheckDurableMark(srv.Dir(), events.StreamName, n))
 	require.NoError(t, jsstore.CheckDurableMark(t.TempDir(), events.StreamName, 0), "no mark")
 }
+
+// A mark that cannot be opened fails the open: the store would otherwise
+// run without the check it promises.
+func TestFileSync_unopenableMarkFailsTheOpen(t *testing.T) {
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	require.NoError(t, os.Mkdir(filepath.Join(srv.Dir(), "durable-"+events.StreamName), 0o700))
+	_, err := jsstore.Open(context.Background(), srv.Conn("open"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "durable mark")
+}
