@@ -154,6 +154,11 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 			return true, permanent(err)
 		}
 	}
+	if p, ok := j.ev.Payload.(*events.SandboxCallback); ok {
+		// Resolved still for its place after the transaction's earlier
+		// callbacks; its previousStatus is its type's.
+		j.prev = testPrevious(p.Type)
+	}
 	if !j.pred.isZero() && j.pred.seq <= t.startDelivered && time.Now().Before(t.windowEnd) {
 		// The earlier callback of this transaction was in a message the
 		// previous term held: it is redelivered before windowEnd, and this

@@ -102,14 +102,37 @@ func asOf(rec records.Record, ev events.Event, secret string) records.Record {
 		rec.Status = aggregates.StatusRejected.String()
 		rec.StatusReason = reason(p.Reason)
 	case *events.SandboxCallback:
-		// A test: the record as it is, in the status the type names.
+		// A test: the record as it is, in the status the type names,
+		// with what a real callback of the type carries: a reason (or,
+		// paid, a reference) only where the type has one, and the
+		// requested amount where nothing was received.
 		_, st, _ := strings.Cut(p.Type, ".")
 		rec.Status = st
-		rec.StatusReason = reason("sandbox test callback")
+		rec.StatusReason = nil
+		switch p.Type {
+		case TypeDepositRejected, TypeDepositExpired:
+			rec.Amount = rec.RequestedAmount
+		}
+		switch p.Type {
+		case TypeDepositRejected, TypeWithdrawalRejected, TypeWithdrawalPaid:
+			rec.StatusReason = reason("sandbox test callback")
+		}
 	}
 	rec.UpdatedAt = records.FormatTime(ev.Time)
 	rec.Hash = records.ResponseHash(secret, rec.TransactionID, rec.BankID, rec.Amount)
 	return rec
+}
+
+// testPrevious is a sandbox test callback's previousStatus: whatever the
+// transaction's own status, the one a real callback of the type leaves
+// most often (docs/callbacks.md "Which events produce callbacks"), so a
+// test never shows a transition the state machine cannot make (an
+// approved deposit "rejected").
+func testPrevious(typ string) string {
+	if typ == TypeWithdrawalPaid {
+		return aggregates.StatusProcessing.String()
+	}
+	return aggregates.StatusPending.String()
 }
 
 // body renders the callback body of docs/callbacks.md "Payload":

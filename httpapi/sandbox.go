@@ -20,9 +20,10 @@ func (s *Server) sandboxRoutes(r chi.Router) {
 	r.Use(s.sandboxOnly)
 	r.Post("/deposits/{id}/approve", s.sandboxAction([]string{"amount"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		var amount int64
-		if f.get("amount") != "" {
+		if _, given := f["amount"]; given {
 			// Held to the creation calls' rule: decimal digits only, so
-			// "+5" or " 5" is refused there and here alike.
+			// "+5", " 5" or "" is refused there and here alike; only an
+			// amount left out means the requested one.
 			n, err := f.amount()
 			if err != nil {
 				return nil, err

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestSandbox(t *testing.T) {
 	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/reject", nil), 409, "invalid_transition", "status")
 	requireErr(t, act(sb, "withdrawals/"+w1.TransactionID+"/pay", nil), 409, "invalid_transition", "status")
 	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"amount": {"-5"}}), 400, "invalid_request", "amount")
-	for _, amt := range []string{"+5", " 5", "0x10", "1_000", "5.0", "00000000000000000005"} {
+	for _, amt := range []string{"", "+5", " 5", "0x10", "1_000", "5.0", "00000000000000000005"} {
 		requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"amount": {amt}}), 400, "invalid_request", "amount")
 	}
 	requireErr(t, act(sb, "deposits/"+d1.TransactionID+"/approve", url.Values{"currency": {"IQD"}}), 400, "invalid_request", "currency")
@@ -167,6 +168,44 @@ func TestSandbox_testCallback(t *testing.T) {
 	require.Contains(t, body, `"test":true`)
 	requireSigned(t, calls[0], sb.WebhookSecret)
 	require.Equal(t, "pending", rec(t, s.get(sb, "/v1/transactions/"+d.TransactionID, "")).Status)
+
+	// Whatever the transaction's status, a test is shaped like a real
+	// callback of its type: an approved deposit's test "expired" leaves
+	// pending (never approved, which nothing leaves), with the requested
+	// amount and no reason; a test "approved" has no reason either; a
+	// pending withdrawal's test "paid" leaves processing.
+	require.Equal(t, "approved", rec(t, s.post(sb, "/v1/sandbox/deposits/"+d.TransactionID+"/approve", url.Values{"amount": {"24000"}})).Status)
+	require.Contains(t, string(rcv.waitCalls(t, d.TransactionID, 2)[1].Body), `"previousStatus":"pending"`, "the real approval's callback")
+	w := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "tc-w", "u2", 10000, "07712345678")))
+	for i, c := range []struct {
+		tx, typ, status, prev string
+		amount                int64
+		reason                any
+	}{
+		{d.TransactionID, "deposit.expired", "expired", "pending", 25000, nil},
+		{d.TransactionID, "deposit.approved", "approved", "pending", 24000, nil},
+		{d.TransactionID, "deposit.rejected", "rejected", "pending", 25000, "sandbox test callback"},
+		{w.TransactionID, "withdrawal.paid", "paid", "processing", 10000, "sandbox test callback"},
+		{w.TransactionID, "withdrawal.rejected", "rejected", "pending", 10000, "sandbox test callback"},
+	} {
+		n := len(rcv.calls(c.tx)) + 1
+		rec(t, s.post(sb, "/v1/sandbox/transactions/"+c.tx+"/callbacks", url.Values{"type": {c.typ}}))
+		calls := rcv.waitCalls(t, c.tx, n)
+		var got struct {
+			Type string         `json:"type"`
+			Test bool           `json:"test"`
+			Data map[string]any `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(calls[n-1].Body, &got), "case %d", i)
+		require.Equal(t, c.typ, got.Type, "case %d", i)
+		require.True(t, got.Test, "case %d", i)
+		require.Equal(t, c.status, got.Data["status"], "case %d", i)
+		require.Equal(t, c.prev, got.Data["previousStatus"], "case %d", i)
+		require.Equal(t, float64(c.amount), got.Data["amount"], "case %d", i)
+		require.Equal(t, c.reason, got.Data["statusReason"], "case %d", i)
+	}
+	require.Equal(t, "approved", rec(t, s.get(sb, "/v1/transactions/"+d.TransactionID, "")).Status)
+	require.Equal(t, "pending", rec(t, s.get(sb, "/v1/transactions/"+w.TransactionID, "")).Status)
 
 	for _, c := range []struct{ typ, field string }{{"withdrawal.paid", "type"}, {"deposit.refunded", "type"}, {"", "type"}} {
 		requireErr(t, s.post(sb, "/v1/sandbox/transactions/"+d.TransactionID+"/callbacks", url.Values{"type": {c.typ}}), 400, "invalid_request", c.field)
