@@ -116,11 +116,60 @@ func (t *term) stop(graceful bool) {
 	}
 	t.stopLog()
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	replies := make([]string, 0, len(t.held))
 	for _, h := range t.held {
-		_ = t.d.cfg.Conn.Publish(h.reply, []byte("-NAK"))
+		replies = append(replies, h.reply)
 	}
 	t.held = map[uint64]*held{}
+	t.mu.Unlock()
+	t.handBack(replies)
+}
+
+// handBackWait bounds how long a stop waits for the server to take the
+// messages it hands back.
+const handBackWait = 2 * time.Second
+
+// nakNow hands a message back for redelivery now. A NAK with a delay is
+// kept with the consumer's stored state (its delivery time set back),
+// where a plain NAK only queues it in the server's memory: a server that
+// stops with this process (the embedded one) would otherwise redeliver it
+// at its next start only after AckWait from the last InProgress.
+var nakNow = []byte(`-NAK {"delay":1000000}`)
+
+// handBack NAKs the messages at replies and waits, at most handBackWait,
+// until the server has taken each (it answers a NAK sent with a reply
+// subject once it has processed it), so that a server stopped right after
+// has them in its state.
+func (t *term) handBack(replies []string) {
+	if len(replies) == 0 {
+		return
+	}
+	nc := t.d.cfg.Conn
+	inbox := nc.NewInbox()
+	taken := make(chan *nats.Msg, len(replies))
+	sub, err := nc.ChanSubscribe(inbox, taken)
+	if err != nil {
+		t.d.log.Warn("callbacks handed back without waiting for the server", "messages", len(replies), "err", err)
+		for _, r := range replies {
+			_ = nc.Publish(r, nakNow)
+		}
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for _, r := range replies {
+		_ = nc.PublishRequest(r, inbox, nakNow)
+	}
+	timer := time.NewTimer(handBackWait)
+	defer timer.Stop()
+	for n := 0; n < len(replies); n++ {
+		select {
+		case <-taken:
+		case <-timer.C:
+			t.d.log.Warn("callbacks handed back, not all confirmed: the others come back after the ack wait",
+				"messages", len(replies), "confirmed", n)
+			return
+		}
+	}
 }
 
 // consume pulls the stream's site messages and dispatches them in order.

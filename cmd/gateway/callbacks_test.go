@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ type hookReceiver struct {
 	wh     *standardwebhooks.Webhook
 	got    []hook
 	onHook func(h hook)
+	// refuse makes it answer 500 (the callback is still counted).
+	refuse atomic.Bool
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -57,6 +60,10 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		on := r.onHook
 		r.mu.Unlock()
 		w.Header().Set("Content-Length", "0")
+		if r.refuse.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
 		if on != nil {
@@ -255,4 +262,35 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 	assert.Equal(t, 1, resent.Resends)
 	testkit.Eventually(t, testkit.WaitFor, func() bool { return rcv.count(sameID) == before+1 },
 		"resend forwarded to the dispatcher process")
+}
+
+// TestCallbacks_gracefulStopHandsBackAtOnce: a gateway on its embedded
+// server stopped with SIGTERM while a callback waits for its retry hands
+// that callback back so that its next start resumes it at once, not after
+// --callback-ack-wait (here far longer than the test waits).
+func TestCallbacks_gracefulStopHandsBackAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	rcv := newHookReceiver(t)
+	rcv.refuse.Store(true)
+	dir := t.TempDir()
+	args := []string{"--data", dir, "--callback-allow-private", "--callback-ack-wait", "10m", "--callback-retry", "5s,5s"}
+	addr := freeAddr(t)
+	cmd, out := startWith(t, addr, args...)
+	txs := siteWithHooks(t, "http://"+addr, rcv, 1)
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) >= 1 }, "the first attempt, refused")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "gateway did not stop cleanly; log:\n%s", out.String())
+	rcv.refuse.Store(false)
+	before := rcv.hooks()
+	require.Len(t, before, 1, "one attempt before the stop")
+
+	startWith(t, freeAddr(t), args...)
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) == 2 },
+		"the retry made by the next start, well before the ack wait of 10m")
+	got := rcv.hooks()[1]
+	assert.Equal(t, before[0].id, got.id, "the same callback")
+	assert.Equal(t, txs[0], got.tx)
+	assert.True(t, got.valid)
 }
