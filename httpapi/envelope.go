@@ -92,6 +92,8 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case ae.routine:
 		lvl = slog.LevelDebug
+	case ae.limit:
+		lvl = slog.LevelWarn
 	case ae.status >= 500:
 		lvl = slog.LevelError
 	}

@@ -26,6 +26,9 @@ type apiError struct {
 	// a readiness probe's 503 while the gateway starts: logged at Debug,
 	// where every other 5xx is an Error.
 	routine bool
+	// limit marks a 5xx that is a configured limit of this process
+	// reached, not a fault: logged at Warn, for the operator to raise it.
+	limit bool
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }

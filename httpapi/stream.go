@@ -228,7 +228,7 @@ func (sl *streamSlots) take(site ids.SiteID, perSite, total int) (release func()
 			message: fmt.Sprintf("the site already has %d callback streams open on this gateway process, the most it may; close one", perSite)}
 	}
 	if total > 0 && sl.total >= total {
-		return nil, &apiError{status: 503, code: "unavailable", retryAfter: streamRetryAfter,
+		return nil, &apiError{status: 503, code: "unavailable", retryAfter: streamRetryAfter, limit: true,
 			message: "this gateway process serves as many callback streams as it may; try again later"}
 	}
 	sl.bySite[site]++
