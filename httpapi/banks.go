@@ -52,6 +52,11 @@ func viewBank(b *aggregates.Bank) bankView {
 }
 
 func (s *Server) opsBanks(w http.ResponseWriter, r *http.Request) {
+	// Read-your-writes, as listSites.
+	if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	out := []bankView{}
 	for _, b := range s.cfg.Ledger.Catalog().Banks() {
 		out = append(out, viewBank(b))

@@ -28,6 +28,7 @@ import (
 	"gateway/internal/testkit"
 	"gateway/ledger"
 	"gateway/records"
+	"sync"
 	"sync/atomic"
 )
 
@@ -92,6 +93,30 @@ type stackOptions struct {
 	// streams and streamsPerSite are httpapi.Config's Streams and
 	// StreamsPerSite.
 	streams, streamsPerSite int
+	// followGate, when set, holds the stack's follower before each
+	// message while the test holds it locked: a process whose state lags
+	// behind the stream.
+	followGate *sync.RWMutex
+}
+
+// stackStore is what a stack's ledger and read models read.
+type stackStore interface {
+	ledger.Store
+	records.Store
+}
+
+// gatedStore holds the follower at gate (stackOptions.followGate).
+type gatedStore struct {
+	stackStore
+	gate *sync.RWMutex
+}
+
+func (g gatedStore) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
+	return g.stackStore.Follow(ctx, filter, from, func(m events.Msg) {
+		g.gate.RLock()
+		g.gate.RUnlock()
+		fn(m)
+	})
 }
 
 // countingStore is the real store, counting its reads (n) and failing
@@ -137,12 +162,12 @@ func (e *env) newStack(o stackOptions) *stack {
 	ctx := context.Background()
 	store := testkit.OpenStore(t, nc, jsstore.Options{})
 	log := e.log.Logger
-	var ls interface {
-		ledger.Store
-		records.Store
-	} = store
+	var ls stackStore = store
 	if o.reads != nil || o.getFails != nil {
 		ls = countingStore{Store: store, n: cmp.Or(o.reads, new(atomic.Int64)), fails: cmp.Or(o.getFails, new(atomic.Int64))}
+	}
+	if o.followGate != nil {
+		ls = gatedStore{stackStore: ls, gate: o.followGate}
 	}
 	led := ledger.New(ls, ledger.Config{Logger: log, Now: o.now})
 	require.NoError(t, led.Start(ctx))

@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,4 +64,42 @@ func TestOperatorsRaceOnOneTransaction(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int64(approvals*5000), a.balanceOf(t, st).Balance)
+}
+
+// TestOpsListings_readTheirWrites: a site and a method created through one
+// gateway process are listed by another whose follower lags behind: the
+// listing waits until its state covers the stream (docs/ARCHITECTURE.md
+// "Read-your-writes") rather than answer from what it had.
+func TestOpsListings_readTheirWrites(t *testing.T) {
+	e := newEnv(t)
+	a := e.newStack(stackOptions{})
+	var gate sync.RWMutex
+	b := e.newStack(stackOptions{followGate: &gate})
+	a.seedBanks()
+	require.Equal(t, 200, b.ops("GET", "/ops/v1/banks", nil).HTTP)
+	gate.Lock()
+	st := a.newSite(map[string]any{"name": "Made Elsewhere"}, 0)
+	r := a.ops("POST", "/ops/v1/banks", map[string]any{
+		"code": "LATEBANK", "name": map[string]string{"en": "Late"}, "identifierKind": "PHONE", "minAmount": 1000,
+		"maxAmount": 1_000_000, "deposit": true, "withdraw": true,
+		"accounts": []map[string]string{{"accountName": "Store", "accountNumber": "07801234567"}}})
+	require.Equal(t, 200, r.HTTP, "%s", r.Raw)
+	got := make(chan resp, 2)
+	for _, path := range []string{"/ops/v1/sites", "/ops/v1/banks"} {
+		go func() { got <- b.ops("GET", path, nil) }()
+	}
+	// Time for a listing that does not wait to answer from the lagging
+	// state (the one that waits answers only after the release).
+	time.Sleep(200 * time.Millisecond)
+	gate.Unlock()
+	for range 2 {
+		r := <-got
+		require.Equal(t, 200, r.HTTP, "%s", r.Raw)
+		switch {
+		case strings.Contains(string(r.Raw), `"code":"ZAINCASH"`):
+			assert.Contains(t, string(r.Raw), `"code":"LATEBANK"`, "the method created through the other process")
+		default:
+			assert.Contains(t, string(r.Raw), `"id":"`+st.ID+`"`, "the site created through the other process")
+		}
+	}
 }

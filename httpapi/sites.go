@@ -179,6 +179,13 @@ func (s *Server) createdSite(ctx context.Context, id ids.SiteID, keyed bool) (*a
 }
 
 func (s *Server) listSites(w http.ResponseWriter, r *http.Request) {
+	// A listing reads its writes (docs/ARCHITECTURE.md "Read-your-writes"):
+	// a site created through another gateway process a moment ago, or
+	// before this one's start-up replay has reached it, is listed.
+	if err := s.cfg.Ledger.CatchUp(r.Context()); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	out := []siteView{}
 	for _, id := range s.cfg.Ledger.SiteIDs() {
 		if cfg, ok := s.cfg.Ledger.SiteConfig(id); ok {
