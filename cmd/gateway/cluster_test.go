@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -573,4 +574,51 @@ func TestCluster_callbacksAcrossGateways(t *testing.T) {
 	for _, h := range rcv.hooks() {
 		assert.True(t, h.valid, "callback %s verifies", h.id)
 	}
+}
+
+// TestCluster_gracefulStopHandsCallbacksOver: the gateway delivering
+// callbacks is stopped with SIGTERM while a callback waits for its retry;
+// the other gateway takes the lease and makes that retry, long before the
+// ack wait (10m) would have brought the message back.
+func TestCluster_gracefulStopHandsCallbacksOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and gateway subprocesses")
+	}
+	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
+	c.WaitReady()
+	gateway := func() (*exec.Cmd, string) {
+		addr := freeAddr(t)
+		cmd, _ := startWith(t, addr, "--nats", c.URLs(), "--replicas", "3", "--callback-allow-private",
+			"--callback-lease-ttl", "2s", "--callback-ack-wait", "10m", "--callback-retry", "5s,5s")
+		return cmd, "http://" + addr
+	}
+	cmdA, a := gateway()
+	cmdB, b := gateway()
+	rcv := newHookReceiver(t)
+	rcv.refuse.Store(true)
+	txs := siteWithHooks(t, a, rcv, 1)
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) >= 1 }, "the first attempt, refused")
+
+	var activeCmd *exec.Cmd
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		switch {
+		case value(scrape(t, a+"/metrics"), "gateway_callbacks_active") == 1:
+			activeCmd = cmdA
+		case value(scrape(t, b+"/metrics"), "gateway_callbacks_active") == 1:
+			activeCmd = cmdB
+		}
+		return activeCmd != nil
+	}, "one gateway delivers")
+	require.NoError(t, activeCmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, activeCmd.Wait(), "the delivering gateway did not stop cleanly")
+	rcv.refuse.Store(false)
+	before := rcv.hooks()
+	require.Len(t, before, 1, "one attempt before the stop")
+
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) == 2 },
+		"the retry made by the other gateway, well before the ack wait of 10m")
+	got := rcv.hooks()[1]
+	assert.Equal(t, before[0].id, got.id, "the same callback")
+	assert.Equal(t, txs[0], got.tx)
+	assert.True(t, got.valid)
 }
