@@ -306,7 +306,7 @@ func (s *Server) consoleTransactions(kind string) http.HandlerFunc {
 		if _, ok := in["status"]; !ok {
 			in.Set("status", "pending")
 		}
-		body := console.TxBody{Kind: kind, F: map[string]string{}, Statuses: statuses, Sites: s.consoleSites(), Now: time.Now().UnixMilli()}
+		body := console.TxBody{Kind: kind, F: map[string]string{}, Statuses: statuses, Now: time.Now().UnixMilli()}
 		q := url.Values{"type": {kind}, "limit": {"50"}}
 		for _, k := range consoleFilters {
 			v := strings.TrimSpace(in.Get(k))
@@ -323,9 +323,6 @@ func (s *Server) consoleTransactions(kind string) http.HandlerFunc {
 				}
 			}
 			q.Set(k, v)
-		}
-		for _, b := range s.cfg.Ledger.Catalog().Banks() {
-			body.Methods = append(body.Methods, b.Code)
 		}
 		live := url.Values{}
 		for k, v := range in {
@@ -349,6 +346,12 @@ func (s *Server) consoleTransactions(kind string) http.HandlerFunc {
 				next.Set("cursor", *page.NextCursor)
 				body.Next = r.URL.Path + "?" + next.Encode()
 			}
+		}
+		// After the listing, which caught up with the stream: the filters
+		// name the sites and methods created through other processes too.
+		body.Sites = s.consoleSites()
+		for _, b := range s.cfg.Ledger.Catalog().Banks() {
+			body.Methods = append(body.Methods, b.Code)
 		}
 		status := http.StatusOK
 		if err != nil {
