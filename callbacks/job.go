@@ -58,6 +58,8 @@ type job struct {
 	// Owned by the job's goroutine.
 	prepared bool
 	body     []byte
+	// secret is the site secret body's hash is made with.
+	secret   string
 	attempts int
 	next     time.Time
 	rec      Delivery
@@ -82,10 +84,7 @@ func (t *term) run(j *job) {
 	if !j.prepared {
 		done, err := t.prepare(ctx, j, gen)
 		if err != nil {
-			if ctx.Err() == nil {
-				t.d.log.Error("callback cannot be built; parked", "eventId", j.id, "siteId", j.site, "transactionId", j.tx, "err", err)
-				t.park(ctx, j, err.Error())
-			}
+			t.unbuildable(ctx, j, err)
 			return
 		}
 		if done || !j.prepared {
@@ -141,12 +140,8 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 		}
 		return true, nil
 	}
-	var rec records.Record
-	if err := retry(ctx, func() error {
-		var err error
-		rec, err = d.cfg.Records.ByIDLocal(ctx, j.site, j.tx)
-		return err
-	}); err != nil {
+	rec, err := t.record(ctx, j)
+	if err != nil {
 		return true, permanent(err)
 	}
 	if j.prev == "" {
@@ -167,12 +162,63 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 			return true, nil
 		}
 	}
-	j.body, err = body(j.typ, j.ev, asOf(rec, j.ev, cfg.Secret), j.prev)
-	if err != nil {
+	if err := j.render(rec, cfg); err != nil {
 		return true, err
 	}
 	j.prepared = true
 	return false, nil
+}
+
+// record reads j's transaction record, retrying while the store does not
+// answer.
+func (t *term) record(ctx context.Context, j *job) (records.Record, error) {
+	var rec records.Record
+	err := retry(ctx, func() error {
+		var err error
+		rec, err = t.d.cfg.Records.ByIDLocal(ctx, j.site, j.tx)
+		return err
+	})
+	return rec, err
+}
+
+// render builds j's body from its transaction's record as of the event,
+// the record's hash made with the site's secret in cfg.
+func (j *job) render(rec records.Record, cfg *aggregates.Config) error {
+	b, err := body(j.typ, j.ev, asOf(rec, j.ev, cfg.Secret), j.prev)
+	if err != nil {
+		return err
+	}
+	j.body, j.secret = b, cfg.Secret
+	return nil
+}
+
+// renderAgain builds j's body again when the site's secret is no longer
+// the one its hash was made with: a retry after a rotation carries the
+// hash a lookup now shows (docs/callbacks.md "Payload"). It reports
+// whether j can be attempted; otherwise j is parked, or the term ends.
+func (t *term) renderAgain(ctx context.Context, j *job, cfg *aggregates.Config) bool {
+	if cfg.Secret == j.secret {
+		return true
+	}
+	rec, err := t.record(ctx, j)
+	if err == nil {
+		err = j.render(rec, cfg)
+	}
+	if err != nil {
+		t.unbuildable(ctx, j, err)
+		return false
+	}
+	return true
+}
+
+// unbuildable parks j, whose body could not be built for err, unless the
+// term is ending (which is what usually ends such a build).
+func (t *term) unbuildable(ctx context.Context, j *job, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	t.d.log.Error("callback cannot be built; parked", "eventId", j.id, "siteId", j.site, "transactionId", j.tx, "err", err)
+	t.park(ctx, j, err.Error())
 }
 
 // waitWindow waits, overtakable, until the redelivery window ends. It
@@ -263,6 +309,9 @@ func (t *term) deliver(ctx context.Context, j *job) {
 		cfg, ok := d.cfg.Ledger.SiteConfig(j.site)
 		if !ok || cfg.CallbackURL == "" {
 			t.park(ctx, j, "the site has no callbackUrl")
+			return
+		}
+		if !t.renderAgain(ctx, j, cfg) {
 			return
 		}
 		o, ok := t.attempt(ctx, j, cfg)

@@ -766,3 +766,46 @@ func TestCallbacks_resendDuringAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestCallbackRetry_hashAfterRotation: a callback retried after the
+// site's secret was rotated carries the record's hash made with the new
+// secret, as a lookup shows it (docs/callbacks.md "Payload"), with the
+// same webhook-id.
+func TestCallbackRetry_hashAfterRotation(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{schedule: callbacks.Schedule{20 * time.Millisecond}}})
+	s.seedBanks()
+	rcv := holding(t, 500, 1)
+	st := s.callbackSite(t, rcv.url())
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+	tx := s.approvedDeposit(t, st)
+	select {
+	case <-rcv.held:
+	case <-time.After(testkit.WaitFor):
+		t.Fatal("the first attempt never came")
+	}
+	var rotated struct {
+		Secret string `json:"secret"`
+	}
+	r := s.opsT(t, "POST", "/ops/v1/sites/"+st.ID+"/secret", map[string]any{"overlapSeconds": 0})
+	requireOK(t, r)
+	r.decode(t, &rotated)
+	require.NotEqual(t, st.Secret, rotated.Secret)
+	rcv.code.Store(200)
+	rcv.release <- 500
+	calls := rcv.waitCalls(t, tx, 2)
+	type body struct {
+		Data struct {
+			BankID string `json:"bankId"`
+			Hash   string `json:"hash"`
+		} `json:"data"`
+	}
+	var first, retry body
+	require.NoError(t, json.Unmarshal(calls[0].Body, &first))
+	require.NoError(t, json.Unmarshal(calls[1].Body, &retry))
+	assert.Equal(t, responseHash(st.Secret, tx, first.Data.BankID, 5000), first.Data.Hash, "the first attempt, before the rotation")
+	assert.Equal(t, calls[0].ID, calls[1].ID)
+	assert.Equal(t, responseHash(rotated.Secret, tx, retry.Data.BankID, 5000), retry.Data.Hash, "the retry, after it")
+	assert.Equal(t, rec(t, s.get(site{ID: st.ID, AppKey: st.AppKey, Secret: rotated.Secret}, "/v1/transactions/"+tx, "")).Hash, retry.Data.Hash,
+		"the hash a lookup shows")
+}
