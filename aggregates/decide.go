@@ -261,7 +261,8 @@ func (s *Site) target(cmd Command) (string, int32, *Tx, error) {
 }
 
 func (s *Site) refuse(i int32, tx *Tx, action string) (Decision, error) {
-	return Decision{Tx: i}, &FieldError{Field: "status", Err: ErrInvalidTransition,
+	// No Field: the request is not to blame, the transaction's status is.
+	return Decision{Tx: i}, &FieldError{Err: ErrInvalidTransition,
 		Msg: "cannot " + action + " a " + tx.Kind.String() + " that is " + tx.Status.String()}
 }
 

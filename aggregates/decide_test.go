@@ -251,6 +251,17 @@ func requireErr(t *testing.T, d Decision, err error, want error, field string) {
 	}
 }
 
+// requireRefusedTransition checks a refused transition: explained, and
+// blaming no field of the request (the transaction's status is to blame).
+func requireRefusedTransition(t *testing.T, d Decision, err error) {
+	t.Helper()
+	requireErr(t, d, err, ErrInvalidTransition, "")
+	var fe *FieldError
+	require.True(t, errors.As(err, &fe), "want *FieldError, got %T %v", err, err)
+	assert.Empty(t, fe.Field)
+	assert.Contains(t, fe.Msg, "cannot ")
+}
+
 func eventNames(evs []events.Event) []string {
 	var out []string
 	for _, e := range evs {
@@ -907,7 +918,7 @@ func TestWithdrawalLifecycle(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, &events.WithdrawalRejected{TxID: "s1-1", Reason: "nope"}, d.Events[0].Payload)
 		d, err = f.try(ProcessWithdrawal{TxID: tx(i)})
-		requireErr(t, d, err, ErrInvalidTransition, "status")
+		requireRefusedTransition(t, d, err)
 	})
 	t.Run("refused inputs", func(t *testing.T) {
 		f := newFixture(t, SiteSettings{})
@@ -1092,7 +1103,7 @@ func TestTransitionMatrix(t *testing.T) {
 				}
 				before := observe(f.s)
 				d, err := f.try(opCommand(op, tx(i)))
-				requireErr(t, d, err, ErrInvalidTransition, "status")
+				requireRefusedTransition(t, d, err)
 				assert.Equal(t, i, d.Tx)
 				assert.Equal(t, before, observe(f.s))
 			})

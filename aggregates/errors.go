@@ -38,9 +38,12 @@ var (
 	ErrForeignEvent = errors.New("event does not belong to this aggregate")
 )
 
-// FieldError ties a validation failure to the request field that caused it.
+// FieldError ties a refusal to the request field that caused it, and
+// carries its explanation.
 type FieldError struct {
-	// Field is the request field name as the merchant sent it.
+	// Field is the request field name as the merchant sent it; "" for a
+	// refusal no field of the request is to blame for (a transition the
+	// transaction's status does not allow).
 	Field string
 	// Err is one of the sentinel errors above.
 	Err error
@@ -48,7 +51,12 @@ type FieldError struct {
 	Msg string
 }
 
-func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Msg) }
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("%s: %s", e.Field, e.Msg)
+}
 
 // Unwrap lets errors.Is match the sentinel.
 func (e *FieldError) Unwrap() error { return e.Err }

@@ -180,7 +180,7 @@ func TestSnapshotDecidesIdentically(t *testing.T) {
 			require.NoError(t, err)
 		}},
 		{"reject approved deposit", func(*fixture, *Bank) Command { return RejectDeposit{TxID: tx(1), Reason: "x"} }, func(t *testing.T, d Decision, err error) {
-			requireErr(t, d, err, ErrInvalidTransition, "status")
+			requireRefusedTransition(t, d, err)
 		}},
 		{"expire the b2 deposit", func(f *fixture, _ *Bank) Command { f.now = t0.Add(time.Hour); return ExpireDeposit{TxID: tx(8)} },
 			func(t *testing.T, d Decision, err error) {

@@ -58,7 +58,7 @@ func TestExpiredDeposit(t *testing.T) {
 
 	// expired is final except for a late approval.
 	n = s.eventCount(t, st.ID)
-	requireErr(t, s.ops("POST", "/ops/v1/deposits/"+d1.TransactionID+"/reject", map[string]any{"reason": "late"}), 409, "invalid_transition", "status")
+	requireErr(t, s.ops("POST", "/ops/v1/deposits/"+d1.TransactionID+"/reject", map[string]any{"reason": "late"}), 409, "invalid_transition", "")
 	require.Equal(t, n, s.eventCount(t, st.ID))
 	a := rec(t, s.ops("POST", "/ops/v1/deposits/"+d1.TransactionID+"/approve", map[string]any{"amount": 20000}))
 	require.Equal(t, "approved", a.Status)
