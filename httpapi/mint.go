@@ -4,10 +4,19 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+
+	"gateway/ids"
 )
 
 // Secrets and tokens the API hands out are minted here, from crypto/rand;
 // ids are minted in package ids, beside their parsers.
+
+// NewSiteSecrets mints a new site's appKey, request-signing secret and
+// webhook secret, in the formats the docs give (docs/merchant-api.md,
+// docs/operator-api.md), for every way a site is made.
+func NewSiteSecrets() (appKey, secret, webhookSecret string) {
+	return ids.NewAppKey(), randomSecret(), newWebhookSecret()
+}
 
 // randomSecret is a request-signing secret: 256 random bits.
 func randomSecret() string {

@@ -139,8 +139,9 @@ func (s *Server) createSite(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		id = ids.SiteForKey(key)
 	}
-	cmd := aggregates.CreateSite{AppKey: ids.NewAppKey(), Secret: randomSecret(),
-		WebhookSecret: newWebhookSecret(), Settings: b, IdempotencyKey: key, RequestHash: hash}
+	appKey, secret, webhookSecret := NewSiteSecrets()
+	cmd := aggregates.CreateSite{AppKey: appKey, Secret: secret,
+		WebhookSecret: webhookSecret, Settings: b, IdempotencyKey: key, RequestHash: hash}
 	ctx := r.Context()
 	if _, err := s.cfg.Ledger.Execute(ctx, id, cmd, info(r).actor); err != nil {
 		s.writeErr(w, r, err)

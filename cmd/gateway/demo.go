@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 
 	"gateway/aggregates"
 	"gateway/events"
+	"gateway/httpapi"
 	"gateway/ids"
 	"gateway/ledger"
 	"gateway/records"
@@ -67,7 +66,7 @@ func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, 
 		if _, ok := led.Catalog().Resolve(b.Code); ok {
 			continue
 		}
-		b.ID = newBankID()
+		b.ID = string(ids.NewBank())
 		// Another process may create it meanwhile: the catalog refuses a
 		// second method with the code (ErrBankExists).
 		_, err := led.ExecuteCatalog(ctx, b, events.ActorSystem)
@@ -167,8 +166,9 @@ func shellQuote(s string) string {
 // IQD when it is missing.
 func demoSite(ctx context.Context, led *ledger.Ledger, id string, st aggregates.SiteSettings) error {
 	if _, ok := led.SiteConfig(ids.SiteID(id)); !ok {
-		_, err := led.Execute(ctx, ids.SiteID(id), aggregates.CreateSite{AppKey: "ak_" + id + "_" + randomHex(8), Secret: randomHex(24),
-			WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(randomBytes(24)), Settings: st}, events.ActorSystem)
+		appKey, secret, webhookSecret := httpapi.NewSiteSecrets()
+		_, err := led.Execute(ctx, ids.SiteID(id), aggregates.CreateSite{AppKey: appKey, Secret: secret,
+			WebhookSecret: webhookSecret, Settings: st}, events.ActorSystem)
 		// ErrSiteExists: another process created it meanwhile.
 		if err != nil && !errors.Is(err, aggregates.ErrSiteExists) {
 			return fmt.Errorf("demo site %s: %w", id, err)
@@ -196,13 +196,3 @@ func demoSite(ctx context.Context, led *ledger.Ledger, id string, st aggregates.
 
 // demoBalance is each demo site's opening balance, in IQD.
 const demoBalance = 10_000_000
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return b
-}
-
-func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }
-
-func newBankID() string { return randomHex(12) }

@@ -688,6 +688,10 @@ func TestDemoIsIdempotent(t *testing.T) {
 			return ""
 		}
 		c := creds{ID: "demo", AppKey: line("appKey"), Secret: line("secret")}
+		// The formats every site's credentials have (docs/merchant-api.md).
+		assert.Regexp(t, `^ak_[a-z2-7]{24}$`, c.AppKey)
+		assert.Len(t, c.Secret, 43)
+		assert.True(t, strings.HasPrefix(line("webhookSecret"), "whsec_"))
 		keys = append(keys, c.AppKey+" "+c.Secret)
 		assert.Contains(t, text, "\n  export G='http://"+addr+"' SITE=demo APP_KEY='"+c.AppKey+"' SECRET='"+c.Secret+"' SANDBOX_APP_KEY='",
 			"the README's variables")
