@@ -303,6 +303,10 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) txByID(w http.ResponseWriter, r *http.Request) {
 	ri := info(r)
+	if id := chi.URLParam(r, "id"); creationPaths["/v1/transactions/"+id] {
+		s.notAllowed(w, r)
+		return
+	}
 	if _, err := queryParams(r); err != nil {
 		s.writeErr(w, r, err)
 		return

@@ -371,15 +371,21 @@ func TestRoutingEnvelope(t *testing.T) {
 	requireOK(t, s.send(t, "GET", "/healthz", "", nil))
 	requireOK(t, s.send(t, "GET", "/readyz", "", nil))
 	requireErr(t, s.send(t, "GET", "/nope", "", nil), 404, "not_found", "")
-	requireErr(t, s.getT(t, st, "/v1/transactions/deposit", ""), 404, "not_found", "")
 	r := s.send(t, "PUT", "/v1/balance", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
 	requireErr(t, r, 405, "method_not_allowed", "")
 	require.Equal(t, "GET, HEAD", r.Header.Get("Allow"))
-	r = s.send(t, "GET", "/v1/transactions/deposit", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
-	requireErr(t, r, 404, "not_found", "") // GET /v1/transactions/{id} takes it: no such transaction
-	r = s.send(t, "DELETE", "/v1/transactions/withdraw", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
-	requireErr(t, r, 405, "method_not_allowed", "")
-	require.Equal(t, "GET, HEAD, POST", r.Header.Get("Allow"))
+	// The creation paths take POST only: a GET or DELETE of one is not a
+	// lookup of a transaction of that name, which no id can be.
+	for _, m := range []string{"GET", "DELETE"} {
+		for _, path := range []string{"/v1/transactions/deposit", "/v1/transactions/withdraw"} {
+			r = s.send(t, m, path, "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, nil)})
+			requireErr(t, r, 405, "method_not_allowed", "")
+			require.Equal(t, "POST", r.Header.Get("Allow"), "%s %s", m, path)
+		}
+	}
+	// Unsigned, the credentials are checked first.
+	requireErr(t, s.send(t, "GET", "/v1/transactions/deposit", "", map[string]string{"appKey": st.AppKey, "sign": sign(st.Secret, []byte("x"))}),
+		401, "invalid_signature", "sign")
 	r = s.send(t, "PUT", "/ops/v1/sites/"+st.ID, "", map[string]string{"Authorization": "Bearer " + adminToken})
 	requireErr(t, r, 405, "method_not_allowed", "")
 	require.Equal(t, "GET, HEAD, PATCH", r.Header.Get("Allow"))

@@ -138,10 +138,7 @@ func New(cfg Config) *Server {
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		info(r).unmatched = true
-		allowed := s.allowed(r)
-		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		s.writeErr(w, r, &apiError{status: 405, code: "method_not_allowed",
-			message: r.Method + " is not allowed here; the methods are " + strings.Join(allowed, ", ")})
+		s.notAllowed(w, r)
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.writeData(w, r, map[string]string{"status": "ok"})
@@ -161,12 +158,28 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// notAllowed answers 405 with the methods r's path takes.
+func (s *Server) notAllowed(w http.ResponseWriter, r *http.Request) {
+	allowed := s.allowed(r)
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	s.writeErr(w, r, &apiError{status: 405, code: "method_not_allowed",
+		message: r.Method + " is not allowed here; the methods are " + strings.Join(allowed, ", ")})
+}
+
+// creationPaths take POST only. The router would also match a GET of one
+// as a lookup of the transaction of that name, which no transaction id
+// can be: such a GET is a method the path does not take.
+var creationPaths = map[string]bool{"/v1/transactions/deposit": true, "/v1/transactions/withdraw": true}
+
 // allowed lists the methods r's path takes, for the Allow header of a 405
 // (RFC 9110 section 15.5.6): HEAD with GET.
 func (s *Server) allowed(r *http.Request) []string {
 	path := r.URL.RawPath
 	if path == "" {
 		path = r.URL.Path
+	}
+	if creationPaths[path] {
+		return []string{http.MethodPost}
 	}
 	var out []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
