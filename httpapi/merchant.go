@@ -267,8 +267,15 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var kind aggregates.Kind
+	_, given := q["type"]
 	switch q.Get("type") {
 	case "":
+		if given {
+			// "type=" is a type, and not one of the two: left out is
+			// how every method is asked for.
+			s.writeErr(w, r, errBad("invalid_request", "type", "type must be deposit or withdraw, or left out for every method"))
+			return
+		}
 	case "deposit":
 		kind = aggregates.KindDeposit
 	case "withdraw", "withdrawal":

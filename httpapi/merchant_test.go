@@ -294,7 +294,7 @@ func TestListBanks(t *testing.T) {
 	require.Equal(t, map[string]string{"ZAINCASH": "PHONE", "QICARD": "CARD_NO", "RAFIDAIN": "ACCOUNT_NO", "NBI": "IBAN",
 		"GAMEWALLET": "USERNAME", "DEPONLY": "PHONE", "WDONLY": "PHONE"}, kinds)
 
-	for _, bad := range []string{"type=payout", "type=DEPOSIT", "type=x&type=deposit", "type=%20deposit"} {
+	for _, bad := range []string{"type=payout", "type=DEPOSIT", "type=x&type=deposit", "type=%20deposit", "type=", "type"} {
 		t.Run("bad "+bad, func(t *testing.T) {
 			requireErr(t, s.get(st, "/v1/banks", bad), 400, "invalid_request", "type")
 		})
