@@ -168,8 +168,8 @@ func (c *Catalog) decideCreateBank(cmd CreateBank, now time.Time, actor string) 
 	if _, ok := c.Resolve(cmd.Code); ok {
 		return nil, fieldErr("code", ErrBankExists, "a method with code %q already exists", cmd.Code)
 	}
-	if strings.TrimSpace(cmd.Name.En) == "" {
-		return nil, fieldErr("name", ErrInvalidRequest, "name.en is required")
+	if err := checkBankName(cmd.Name); err != nil {
+		return nil, err
 	}
 	if _, err := recipient.ParseKind(cmd.IdentifierKind); err != nil {
 		return nil, fieldErr("identifierKind", ErrInvalidRequest, "identifierKind must be one of PHONE, CARD_NO, ACCOUNT_NO, IBAN, USERNAME")
@@ -181,6 +181,9 @@ func (c *Catalog) decideCreateBank(cmd CreateBank, now time.Time, actor string) 
 		return nil, fieldErr("deposit", ErrInvalidRequest, "a method must allow deposit, withdraw or both")
 	}
 	if err := checkAccounts("accounts", cmd.Deposit, cmd.Accounts); err != nil {
+		return nil, err
+	}
+	if err := checkAccountTexts("accounts", cmd.Accounts); err != nil {
 		return nil, err
 	}
 	evs := []events.Event{{Name: events.BankCreatedName, Time: now.UnixMilli(), Actor: actor, Payload: &events.BankCreated{
@@ -213,8 +216,10 @@ func (c *Catalog) decideUpdateBank(cmd UpdateBank, now time.Time, actor string) 
 	if err := checkLimits(minA, maxA); err != nil {
 		return nil, err
 	}
-	if cmd.Name != nil && strings.TrimSpace(cmd.Name.En) == "" {
-		return nil, fieldErr("name", ErrInvalidRequest, "name.en is required")
+	if cmd.Name != nil {
+		if err := checkBankName(*cmd.Name); err != nil {
+			return nil, err
+		}
 	}
 	dep, wd, accts := b.Deposit, b.Withdraw, b.Accounts
 	if cmd.Deposit != nil {
@@ -228,6 +233,11 @@ func (c *Catalog) decideUpdateBank(cmd UpdateBank, now time.Time, actor string) 
 	}
 	if cmd.Accounts != nil {
 		accts = *cmd.Accounts
+		// Only accounts given now are held to the text rules: a method
+		// stored before them can still have its limits changed.
+		if err := checkAccountTexts("accounts", accts); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkAccounts("accounts", dep, accts); err != nil {
 		return nil, err
@@ -257,6 +267,22 @@ func checkLimits(minA, maxA int64) error {
 	return nil
 }
 
+// checkBankName checks a method's names, which the hosted page and every
+// record show end users: English required, each a text by the rules of
+// every other (no control character, bounded; docs/errors.md
+// "invalid_request").
+func checkBankName(n events.LocalizedName) error {
+	if strings.TrimFunc(n.En, blankRune) == "" {
+		return fieldErr("name", ErrInvalidRequest, "name.en is required")
+	}
+	for _, l := range []struct{ lang, v string }{{"en", n.En}, {"ar", n.Ar}, {"ku", n.Ku}} {
+		if err := checkOptionalText("name", l.v, maxTextLen); err != nil {
+			return fieldErr("name", ErrInvalidRequest, "name.%s must be valid text of at most %d bytes, without control characters", l.lang, maxTextLen)
+		}
+	}
+	return nil
+}
+
 // checkAccounts checks the recipient accounts given as field: each
 // complete, and at least one for a deposit method.
 func checkAccounts(field string, deposit bool, accts []events.Account) error {
@@ -264,8 +290,21 @@ func checkAccounts(field string, deposit bool, accts []events.Account) error {
 		return fieldErr(field, ErrInvalidRequest, "a deposit method needs at least one recipient account")
 	}
 	for i, a := range accts {
-		if strings.TrimSpace(a.AccountName) == "" || strings.TrimSpace(a.AccountNumber) == "" {
+		if strings.TrimFunc(a.AccountName, blankRune) == "" || strings.TrimFunc(a.AccountNumber, blankRune) == "" {
 			return fieldErr(field, ErrInvalidRequest, "account %d needs accountName and accountNumber", i)
+		}
+	}
+	return nil
+}
+
+// checkAccountTexts holds accounts to the text rules: end users read the
+// name and copy the number from the hosted page.
+func checkAccountTexts(field string, accts []events.Account) error {
+	for i, a := range accts {
+		for _, t := range []struct{ name, v string }{{"accountName", a.AccountName}, {"accountNumber", a.AccountNumber}} {
+			if checkOptionalText(t.name, t.v, maxTextLen) != nil {
+				return fieldErr(field, ErrInvalidRequest, "account %d: %s must be valid text of at most %d bytes, without control characters", i, t.name, maxTextLen)
+			}
 		}
 	}
 	return nil

@@ -76,6 +76,22 @@ func TestDecideCreateBank(t *testing.T) {
 		{"withdraw-only with a blank account", func(c *CreateBank) {
 			c.Deposit, c.Accounts = false, []events.Account{{}}
 		}, ErrInvalidRequest, "accounts"},
+		// The names and accounts end users read and copy on the hosted page.
+		{"english name of only a zero-width space", func(c *CreateBank) { c.Name.En = "\u200b" }, ErrInvalidRequest, "name"},
+		{"name with a newline", func(c *CreateBank) { c.Name.En = "Ctl\nBank" }, ErrInvalidRequest, "name"},
+		{"arabic name with a bell", func(c *CreateBank) { c.Name.Ar = "زين\a" }, ErrInvalidRequest, "name"},
+		{"kurdish name not UTF-8", func(c *CreateBank) { c.Name.Ku = "\xff" }, ErrInvalidRequest, "name"},
+		{"name over 256 bytes", func(c *CreateBank) { c.Name.En = strings.Repeat("n", 257) }, ErrInvalidRequest, "name"},
+		{"name of 256 bytes", func(c *CreateBank) { c.Name.En = strings.Repeat("n", 256) }, nil, ""},
+		{"account name with a NUL", func(c *CreateBank) {
+			c.Accounts = []events.Account{{AccountName: "Line1\x00", AccountNumber: "0770"}}
+		}, ErrInvalidRequest, "accounts"},
+		{"account number with a newline", func(c *CreateBank) {
+			c.Accounts = []events.Account{{AccountName: "Store", AccountNumber: "0780\n1234567"}}
+		}, ErrInvalidRequest, "accounts"},
+		{"account number over 256 bytes", func(c *CreateBank) {
+			c.Accounts = []events.Account{{AccountName: "Store", AccountNumber: strings.Repeat("7", 257)}}
+		}, ErrInvalidRequest, "accounts"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +254,9 @@ func TestDecideUpdateBank(t *testing.T) {
 		{"turn off both kinds", UpdateBank{ID: "bk_zain", Deposit: ptr(false), Withdraw: ptr(false)}, ErrInvalidRequest, "deposit", nil},
 		{"remove accounts of deposit method", UpdateBank{ID: "bk_zain", Accounts: &[]events.Account{}}, ErrInvalidRequest, "accounts", nil},
 		{"blank account", UpdateBank{ID: "bk_zain", Accounts: &[]events.Account{{AccountName: "a"}}}, ErrInvalidRequest, "accounts", nil},
+		{"account with a control character", UpdateBank{ID: "bk_zain", Accounts: &[]events.Account{{AccountName: "a\x1b[2J", AccountNumber: "1"}}},
+			ErrInvalidRequest, "accounts", nil},
+		{"rename with a control character", UpdateBank{ID: "bk_zain", Name: &events.LocalizedName{En: "Zain", Ku: "x\u0085"}}, ErrInvalidRequest, "name", nil},
 		{"enable deposit without accounts", UpdateBank{ID: "bk_wd", Deposit: ptr(true)}, ErrInvalidRequest, "accounts", nil},
 		{"enable deposit with accounts", UpdateBank{ID: "bk_wd", Deposit: ptr(true),
 			Accounts: &[]events.Account{{AccountName: "n", AccountNumber: "1"}, {AccountName: "m", AccountNumber: "2"}}}, nil, "",

@@ -190,6 +190,9 @@ func checkSiteMethods(c SetSiteMethods) error {
 		if err := checkAccounts(field+".accounts", false, m.Accounts); err != nil {
 			return err
 		}
+		if err := checkAccountTexts(field+".accounts", m.Accounts); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -311,6 +311,8 @@ func TestSiteMethods(t *testing.T) {
 		{map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH", "minAmount": 5000, "maxAmount": 100}}}, "invalid_request", "methods[0].minAmount"},
 		{map[string]any{"methods": []map[string]any{{"bank": "NOPE"}}}, "unknown_bank", "methods[0].bank"},
 		{map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH", "accounts": []map[string]string{{"accountName": "x"}}}}}, "invalid_request", "methods[0].accounts"},
+		{map[string]any{"methods": []map[string]any{{"bank": "ZAINCASH", "accounts": []map[string]string{{"accountName": "x", "accountNumber": "0780\n1"}}}}},
+			"invalid_request", "methods[0].accounts"},
 	} {
 		requireErr(t, put(c.body), 400, c.code, c.field)
 	}
