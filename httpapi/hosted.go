@@ -72,7 +72,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans Arabic",Tahoma,sa
 main{max-width:440px;margin:0 auto;background:#fff;border-radius:12px;padding:20px;box-shadow:0 1px 4px #0002}
 h1{font-size:1.2rem;margin:0 0 4px}.merchant{color:#5b6475;margin:0 0 12px}
 .row{display:flex;justify-content:space-between;align-items:center;gap:8px;padding:10px 0;border-bottom:1px solid #eee}
-.label{color:#5b6475;font-size:.9rem}.value{font-weight:600;word-break:break-all}.ltr{direction:ltr;unicode-bidi:embed}
+.label{color:#5b6475;font-size:.9rem}.value,#merchant{font-weight:600;word-break:break-all;unicode-bidi:isolate}.ltr{direction:ltr;unicode-bidi:isolate}
 button{border:1px solid #3461c1;background:#fff;color:#3461c1;border-radius:6px;padding:4px 10px;cursor:pointer;font:inherit}
 button:focus-visible{outline:3px solid #f0b429;outline-offset:2px}
 .note{font-size:.9rem;color:#5b6475;margin-top:12px}.state{font-size:1.05rem;font-weight:600;margin:12px 0}
@@ -125,7 +125,10 @@ function show(st){
 (function poll(){
  if(main.dataset.status!=="pending")return;
  setTimeout(function(){fetch(main.dataset.statusUrl,{cache:"no-store"}).then(function(r){return r.ok?r.json():null;})
-  .then(function(j){if(j&&j.data&&j.data.status&&j.data.status!==main.dataset.status)show(j.data.status);poll();},poll);},3000);
+  .then(function(j){if(j&&j.data&&j.data.status&&j.data.status!==main.dataset.status){
+   // An approval may be for the amount received: show what was credited.
+   if(j.data.amountText){var a=document.getElementById("amount");a.textContent=j.data.amountText;a.dataset.value=String(j.data.amount);}
+   show(j.data.status);}poll();},poll);},3000);
 })();
 })();
 </script>
@@ -171,10 +174,7 @@ func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, tok, rec := h.id, h.tok, h.rec
-	lang := rec.Deposit.Lang
-	if _, ok := pageTexts[lang]; !ok {
-		lang = "en"
-	}
+	lang := depositLang(rec.Deposit.Lang)
 	d := pageData{Lang: htmlLang(lang), Dir: dir(lang), T: pageTexts[lang], Rec: rec, Amount: groupAmount(rec.Amount, lang),
 		RawAmount: strconv.FormatInt(rec.Amount, 10), Status: rec.Status, BankName: rec.Deposit.BankName,
 		AcctName: rec.Deposit.BankAccountName, AcctNum: rec.Deposit.BankAccountIban,
@@ -226,14 +226,35 @@ func (s *Server) hostedRecord(r *http.Request) hosted {
 	return hosted{id: id, tok: tok, rec: rec, status: http.StatusOK}
 }
 
-// hostedStatus serves GET /pay/{txId}/status?t=: the deposit's status, which
-// the page asks for every few seconds while it is pending.
+// hostedState is what the page polls for.
+type hostedState struct {
+	Status string `json:"status"`
+	Amount int64  `json:"amount"`
+	// AmountText is the amount as the page writes it, in its language.
+	AmountText string `json:"amountText"`
+}
+
+// depositLang is the language a deposit's pages are in: its lang when
+// they have texts for it, English otherwise.
+func depositLang(lang string) string {
+	if _, ok := pageTexts[lang]; !ok {
+		return "en"
+	}
+	return lang
+}
+
+// hostedStatus serves GET /pay/{txId}/status?t=: the deposit's status and
+// amount, which the page asks for every few seconds while it is pending.
 func (s *Server) hostedStatus(w http.ResponseWriter, r *http.Request) {
 	h := s.hostedRecord(r)
 	w.Header().Set("Cache-Control", "no-store")
 	switch h.status {
 	case http.StatusOK:
-		s.writeData(w, r, map[string]string{"status": h.rec.Status})
+		// The amount too: an operator may approve the amount actually
+		// received, and the page then shows it without a reload.
+		lang := depositLang(h.rec.Deposit.Lang)
+		s.writeData(w, r, hostedState{Status: h.rec.Status, Amount: h.rec.Amount,
+			AmountText: groupAmount(h.rec.Amount, lang) + " " + pageTexts[lang].Currency})
 	case http.StatusTooManyRequests:
 		s.writeErr(w, r, &apiError{status: h.status, code: "rate_limited", message: "too many requests", retryAfter: h.wait})
 	case http.StatusServiceUnavailable:

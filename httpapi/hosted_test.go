@@ -78,6 +78,10 @@ func TestHostedPage(t *testing.T) {
 			require.Equal(t, "no-store", hdr.Get("Cache-Control"))
 			require.Contains(t, body, `<html lang="`+c.wantLang+`" dir="`+c.dir+`">`)
 			require.Contains(t, body, `id="amount" data-value="`+itoa(c.amount)+`">`+c.shown+`<`)
+			// Names and numbers others typed are isolated: a right-to-left
+			// override in one cannot reorder the text around it.
+			require.Contains(t, body, `.value,#merchant{font-weight:600;word-break:break-all;unicode-bidi:isolate}`)
+			require.NotContains(t, body, `unicode-bidi:embed`)
 			require.Contains(t, body, `id="order">`+d.rec.ProcessID+`<`)
 			require.Contains(t, body, `id="merchant">Test Site<`)
 			require.Contains(t, body, `data-status-url="/pay/`+d.rec.TransactionID+`/status?t=`+d.token+`"`)
@@ -151,15 +155,21 @@ func TestHostedPage(t *testing.T) {
 		require.Contains(t, body, "ئەم پارەدانانە ڕەتکرایەوە.")
 		require.NotContains(t, body, `id="number"`)
 
-		// The page asks for its status without reloading.
+		// The page asks for its status without reloading, and for the
+		// amount, which an approval may have set to what was received,
+		// as the page's language writes it.
 		for _, c := range []struct {
 			d    dep
 			want string
-		}{{en, "approved"}, {ku, "rejected"}, {deps[3], "pending"}} {
+		}{
+			{en, `{"status":"approved","amount":24000,"amountText":"24,000 IQD"}`},
+			{ku, `{"status":"rejected","amount":1000,"amountText":"١٬٠٠٠ د.ع"}`},
+			{deps[3], `{"status":"pending","amount":999999,"amountText":"999,999 IQD"}`},
+		} {
 			r := do(t, mustGet(t, s.URL+"/pay/"+c.d.rec.TransactionID+"/status?t="+c.d.token))
 			requireOK(t, r)
 			require.Equal(t, "no-store", r.Header.Get("Cache-Control"))
-			require.JSONEq(t, `{"status":"`+c.want+`"}`, string(r.Data))
+			require.JSONEq(t, c.want, string(r.Data))
 		}
 		for _, u := range []string{"/pay/" + en.rec.TransactionID + "/status?t=" + ku.token, "/pay/" + en.rec.TransactionID + "/status",
 			"/pay/nope/status?t=" + en.token} {
