@@ -62,54 +62,96 @@ func Parse(text string) ([]Transfer, error) {
 	// Spreadsheets save CSV with a byte order mark, which is no part of
 	// the first amount or header.
 	text = strings.TrimPrefix(text, "\ufeff")
-	r := csv.NewReader(strings.NewReader(text))
+	p := parser{comma: ','}
 	if strings.Contains(firstLine(text), "\t") {
-		r.Comma = '\t'
+		p.comma = '\t'
 	}
+	// A field that runs on past its line ends the reading of the lines
+	// it swallowed: they are read again from the line after it, so every
+	// unreadable line after it is named too.
+	for rest, base, more := text, 0, true; more; {
+		var err error
+		if rest, base, more, err = p.read(rest, base); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	if len(p.out) == 0 {
+		return nil, ErrNoLines
+	}
+	return p.out, nil
+}
+
+// parser gathers the transfers and the unreadable lines of one text.
+type parser struct {
+	comma rune
+	// records counts the records that are not blank: a row of
+	// delimiters alone before the header leaves it the first.
+	records int
+	out     []Transfer
+	errs    []error
+}
+
+// read reads text, whose first line is line base+1 of the whole, until
+// its end, or until a field that runs on past the end of its line; then it
+// returns the text after that line and its base, with more set. err is
+// only ErrTooMany.
+func (p *parser) read(text string, base int) (rest string, restBase int, more bool, err error) {
+	r := csv.NewReader(strings.NewReader(text))
+	r.Comma = p.comma
 	r.FieldsPerRecord = -1
 	r.LazyQuotes = true
-	var out []Transfer
-	var errs []error
-	// read counts the records that are not blank: a row of delimiters
-	// alone before the header leaves it the first.
-	for read := 0; ; {
+	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return "", 0, false, nil
 		}
 		line, _ := r.FieldPos(0)
 		if err != nil {
-			errs = append(errs, &LineError{Line: line, Reason: err.Error()})
-			break
+			p.errs = append(p.errs, &LineError{Line: base + line, Reason: err.Error()})
+			return "", 0, false, nil
 		}
 		if lerr := runOn(r, text, rec); lerr != nil {
-			errs = append(errs, lerr)
-			continue
+			at := lerr.Line
+			lerr.Line += base
+			p.errs = append(p.errs, lerr)
+			if after, ok := afterLine(text, at); ok {
+				return after, base + at, true, nil
+			}
+			return "", 0, false, nil
 		}
 		if blank(rec) {
 			continue
 		}
-		read++
-		t, lerr := parseLine(line, rec)
+		p.records++
+		t, lerr := parseLine(base+line, rec)
 		if lerr != nil {
-			if read == 1 && lerr.Column == "amount" && !strings.ContainsFunc(col0(rec), unicode.IsDigit) {
+			if p.records == 1 && lerr.Column == "amount" && !strings.ContainsFunc(col0(rec), unicode.IsDigit) {
 				continue // a header
 			}
-			errs = append(errs, lerr)
+			p.errs = append(p.errs, lerr)
 			continue
 		}
-		if len(out) == MaxLines {
-			return nil, ErrTooMany
+		if len(p.out) == MaxLines {
+			return "", 0, false, ErrTooMany
 		}
-		out = append(out, t)
+		p.out = append(p.out, t)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+}
+
+// afterLine returns what follows line n (counted from 1 by line feeds) of
+// text; ok is false when nothing does.
+func afterLine(text string, n int) (string, bool) {
+	for ; n > 0; n-- {
+		i := strings.IndexByte(text, '\n')
+		if i < 0 {
+			return "", false
+		}
+		text = text[i+1:]
 	}
-	if len(out) == 0 {
-		return nil, ErrNoLines
-	}
-	return out, nil
+	return text, text != ""
 }
 
 // columns are the columns' names, in their order.

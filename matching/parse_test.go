@@ -85,6 +85,11 @@ func TestParse_refused(t *testing.T) {
 		{"a quote never closed in TSV", "25000\t\"Ali\n30000\tOmar\n", []string{"line 1, name: unterminated quote"}},
 		{"a quote closed lines later", "25000,\"Ali\n30000,Omar\" Hasan\"\n40000,Zainab\n", []string{"line 1, name: unterminated quote"}},
 		{"a carriage return alone", "25000,Ali\r30000,Omar\n", []string{"line 1, name: a carriage return"}},
+		// The lines an unclosed quote would swallow are read on their own.
+		{"a bad line after an unclosed quote is named too", "25000,ok\nxyz,\"unterminated\nqqq,name\n",
+			[]string{"line 2, name: unterminated quote", "line 3, amount"}},
+		{"two unclosed quotes and a bad time", "1,\"a\n2,b\n3,\"c\n4,d,noon\n",
+			[]string{"line 1, name: unterminated quote", "line 3, name: unterminated quote", "line 4, time"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
