@@ -191,11 +191,22 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		}
 	}
 	var last uint64
+	// The stream refuses deletes and purges, so every sequence up to end
+	// holds a message: one missing over the whole stream is a message the
+	// server dropped (a damaged block), whose loss no hash chain shows
+	// when it was its subject's last.
+	var missing, firstMissing uint64
 	var readErr error
 	if end > 0 {
 		readErr = src.Read(ctx, filter, 1, func(m events.Msg) error {
 			if m.Seq > end {
 				return errStop
+			}
+			if o.Site == "" && m.Seq > last+1 {
+				if missing == 0 {
+					firstMissing = last + 1
+				}
+				missing += m.Seq - last - 1
 			}
 			cur.msgs = append(cur.msgs, decoded{m: m})
 			curBytes += len(m.Data)
@@ -250,6 +261,10 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	var readP problems
 	if o.Site == "" && last != end {
 		readP.addf(nil, "", "the stream's last sequence is %d but the read ended at %d", end, last)
+	}
+	if missing > 0 {
+		readP.addf(nil, "", "%d of the messages 1..%d are missing, the first at sequence %d: the stream never deletes one, so they were lost (damaged block files); restore the data directory from a backup",
+			missing, end, firstMissing)
 	}
 	rep.Checks = append(rep.Checks, readP.check(CheckRead, fmt.Sprintf("messages 1..%d", end)))
 	if o.Site != "" && len(rep.Sites) == 0 {
