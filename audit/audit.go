@@ -262,6 +262,19 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	if o.Site == "" && last != end {
 		readP.addf(nil, "", "the stream's last sequence is %d but the read ended at %d", end, last)
 	}
+	// Snapshots and the checkpoint were loaded before the last sequence
+	// was read, and the stream only grows: one beyond it was saved from
+	// messages the stream no longer has.
+	if cp > end {
+		readP.addf(nil, "", "the checkpoint is at sequence %d, beyond the stream's last (%d): messages %d to %d were lost; restore the data directory from a backup",
+			cp, end, end+1, cp)
+	}
+	for _, id := range slices.Sorted(maps.Keys(snaps)) {
+		if sn := snaps[id]; sn.seq > end {
+			readP.addf(nil, "", "the snapshot of site %s is at sequence %d, beyond the stream's last (%d): messages were lost; restore the data directory from a backup",
+				id, sn.seq, end)
+		}
+	}
 	if missing > 0 {
 		readP.addf(nil, "", "%d of the messages 1..%d are missing, the first at sequence %d: the stream never deletes one, so they were lost (damaged block files); restore the data directory from a backup",
 			missing, end, firstMissing)

@@ -693,3 +693,46 @@ func TestAudit_lostMessages(t *testing.T) {
 		assert.True(t, rep.OK, "failed checks: %v", failed(rep))
 	})
 }
+
+// shortened is a stream that ends at end: its later messages were lost.
+type shortened struct {
+	audit.Source
+	end uint64
+}
+
+func (s shortened) LastSeq(context.Context) (uint64, error) { return s.end, nil }
+
+func (s shortened) Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
+	return s.Source.Read(ctx, filter, from, func(m events.Msg) error {
+		if m.Seq > s.end {
+			return nil
+		}
+		return fn(m)
+	})
+}
+
+// TestAudit_endsBeforeItsSnapshots: a stream that ends before its
+// checkpoint, or a site's snapshot, lost the messages they were saved
+// from, with no gap to show it: the read fails.
+func TestAudit_endsBeforeItsSnapshots(t *testing.T) {
+	e := newEnv(t)
+	gen := e.generate(t, audit.GenOptions{Events: 2000, Sites: 2, Batch: 5, Seed: 4, SnapshotAt: 0.6})
+	rep := e.runAudit(t, audit.Options{})
+	require.True(t, rep.OK, "failed checks: %v", failed(rep))
+	cp := rep.Checkpoint
+	require.Positive(t, cp)
+	require.Less(t, cp, gen.LastSeq)
+
+	rep, err := audit.Run(context.Background(), shortened{Source: e.st, end: cp - 1}, audit.Options{})
+	require.NoError(t, err)
+	assert.Contains(t, failed(rep), "/"+audit.CheckRead)
+	var msgs []string
+	for _, c := range rep.Checks {
+		if c.Name == audit.CheckRead {
+			for _, p := range c.Problems {
+				msgs = append(msgs, p.Message)
+			}
+		}
+	}
+	assert.Contains(t, strings.Join(msgs, "\n"), fmt.Sprintf("the checkpoint is at sequence %d, beyond the stream's last (%d)", cp, cp-1))
+}
