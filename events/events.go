@@ -415,6 +415,11 @@ var (
 	ErrOutcomeUnknown = errors.New("event store did not answer whether the append was stored")
 	// ErrNotFound means no such message or snapshot.
 	ErrNotFound = errors.New("not found in event store")
+	// ErrHistoryLost means the stream no longer holds messages it once
+	// had (damaged, truncated or removed files): the stream never deletes
+	// one, so nothing may be served from what is left. The data directory
+	// is restored from a backup.
+	ErrHistoryLost = errors.New("the ledger stream lost messages it once held")
 )
 
 // Msg is one stored message of the ledger stream.

@@ -242,7 +242,7 @@ var ErrClosed = errors.New("ledger closed")
 // it in the background. It returns once loading has begun; Ready reports
 // when the state has caught up.
 func (l *Ledger) Start(ctx context.Context) error {
-	from, err := l.loadSnapshots(ctx)
+	from, newest, err := l.loadSnapshots(ctx)
 	if err != nil {
 		return err
 	}
@@ -252,6 +252,13 @@ func (l *Ledger) Start(ctx context.Context) error {
 	last, err := l.store.LastSeq(ctx)
 	if err != nil {
 		return fmt.Errorf("start ledger: %w", err)
+	}
+	if newest > last {
+		// The stream only grows: snapshots saved from messages it no
+		// longer has mean those messages were lost, and serving the
+		// snapshots would show money no message supports.
+		return fmt.Errorf("start ledger: %w: snapshots were saved at sequence %d, but the stream ends at %d (messages %d to %d are gone); restore the data directory from a backup",
+			events.ErrHistoryLost, newest, last, last+1, newest)
 	}
 	l.target.Store(last)
 	if from > 0 {

@@ -383,6 +383,37 @@ func TestLedger_restart_corruptSnapshot(t *testing.T) {
 	})
 }
 
+// shortStream is a store whose stream ends k messages early: they were
+// lost (a truncated block the server's index no longer names).
+type shortStream struct {
+	ledger.Store
+	k uint64
+}
+
+func (s shortStream) LastSeq(ctx context.Context) (uint64, error) {
+	last, err := s.Store.LastSeq(ctx)
+	return last - s.k, err
+}
+
+// Snapshots saved at a sequence beyond the stream's end were made from
+// messages it no longer has: the start is refused (events.ErrHistoryLost),
+// not served from the snapshots.
+func TestLedger_restart_snapshotsBeyondTheStream(t *testing.T) {
+	onEachStore(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		clk := newClock(epoch)
+		l1 := e.ledger(e.store("first"), ledger.Config{Now: clk.Now})
+		setup(t, l1, 0, 200_000)
+		workload(t, l1, clk, "r1")
+		require.NoError(t, l1.Close(ctx)) // snapshots every site at its last message
+
+		l2 := ledger.New(shortStream{Store: e.store("second"), k: 2}, ledger.Config{Now: clk.Now, Logger: e.log.Logger})
+		err := l2.Start(ctx)
+		require.ErrorIs(t, err, events.ErrHistoryLost)
+		assert.Contains(t, err.Error(), "snapshots were saved at sequence")
+	})
+}
+
 // A paced background round writes one site's snapshot, then waits for the
 // pace; Close does not wait for it, and leaves every site snapshotted at
 // its latest message.

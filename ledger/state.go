@@ -23,19 +23,23 @@ const (
 )
 
 // loadSnapshots restores site states and returns where replay starts.
-func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
+//
+// newest is the latest sequence the checkpoint or a loaded snapshot was
+// saved at: the stream held it then.
+func (l *Ledger) loadSnapshots(ctx context.Context) (from, newest uint64, err error) {
 	cp, _, err := l.store.LoadSnapshot(ctx, snapCheckpoint)
 	if errors.Is(err, events.ErrNotFound) {
-		return 1, nil
+		return 1, 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	newest = cp
 	names, err := l.store.ListSnapshots(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	from := cp + 1
+	from = cp + 1
 	for _, n := range names {
 		raw, ok := strings.CutPrefix(n, snapSitePrefix)
 		if !ok {
@@ -51,7 +55,7 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 		}
 		_, data, err := l.store.LoadSnapshot(ctx, n)
 		if err != nil && !errors.Is(err, events.ErrCorrupt) {
-			return 0, err
+			return 0, 0, err
 		}
 		var s *aggregates.Site
 		var pos events.Position
@@ -65,11 +69,11 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 			l.mu.Lock()
 			l.sites, l.byAppKey = map[ids.SiteID]*entry{}, map[string]*entry{}
 			l.mu.Unlock()
-			return 1, nil
+			return 1, newest, nil
 		}
 		e, err := l.entry(id, true)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		e.mu.Lock()
 		e.mutate(func() error { e.state, e.pos = s, pos; return nil })
@@ -80,8 +84,9 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (uint64, error) {
 		// the follower (their states are past them); this site's newer
 		// ones must be replayed.
 		from = min(from, pos.Seq+1)
+		newest = max(newest, pos.Seq)
 	}
-	return from, nil
+	return from, newest, nil
 }
 
 // Snapshot writes every site that changed since its last snapshot, then a

@@ -559,6 +559,32 @@ func TestFileSync_lostHistoryIsRefused(t *testing.T) {
 	require.NoError(t, jsstore.CheckDurableMark(t.TempDir(), events.StreamName, 0), "no mark")
 }
 
+// Messages gone before the stream's last sequence (a block truncated in
+// the middle while the server's index still names the old last sequence,
+// which the mark then does not see) are refused at open, with the mark or
+// without: the stream never deletes a message.
+func TestOpen_missingMessagesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	const n = 30
+	srv, nc := syncedHistory(t, n)
+	nc.Close()
+	srv.Stop()
+	paths, err := filepath.Glob(filepath.Join(msgsDir(srv), "*.blk"))
+	require.NoError(t, err)
+	require.Len(t, paths, 1)
+	fi, err := os.Stat(paths[0])
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(paths[0], fi.Size()/2))
+	srv.Restart()
+	nc = srv.Conn("after")
+	for _, o := range []jsstore.Options{{Files: srv.Dir(), SyncFiles: true}, {}} {
+		_, err = jsstore.Open(ctx, nc, o)
+		require.ErrorIs(t, err, jsstore.ErrHistoryLost, "options %+v", o)
+		require.ErrorIs(t, err, events.ErrHistoryLost)
+		assert.Contains(t, err.Error(), fmt.Sprintf("of the sequences 1 to %d", n))
+	}
+}
+
 // A mark that cannot be opened fails the open: the store would otherwise
 // run without the check it promises.
 func TestFileSync_unopenableMarkFailsTheOpen(t *testing.T) {

@@ -12,14 +12,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"gateway/events"
 )
 
 // ErrHistoryLost is an open that found the ledger stream ending before a
-// sequence that was on disk: block files were damaged, truncated or
-// removed, and the server dropped what it could not read. Nothing is
-// served from such a history; the data directory is restored from a
-// backup.
-var ErrHistoryLost = errors.New("the ledger stream lost messages that were on disk")
+// sequence that was on disk, or missing messages before its end: block
+// files were damaged, truncated or removed, and the server dropped what it
+// could not read. Nothing is served from such a history; the data
+// directory is restored from a backup. It is events.ErrHistoryLost.
+var ErrHistoryLost = events.ErrHistoryLost
 
 // markLen is the mark's fixed size: 20 digits and a newline, rewritten in
 // place.
@@ -74,6 +78,21 @@ func checkMark(stream string, last, mark uint64) error {
 			ErrHistoryLost, stream, last, mark, last+1, mark)
 	}
 	return nil
+}
+
+// checkWhole refuses a stream that misses messages before its last: it
+// refuses deletes and purges, so every sequence from 1 to its last holds
+// one unless the server dropped it (a damaged record, a truncated or
+// removed block file, whose index may still name the old last sequence).
+func checkWhole(stream string, st jetstream.StreamState) error {
+	if st.LastSeq == 0 {
+		return nil
+	}
+	if st.FirstSeq == 1 && st.Msgs == st.LastSeq {
+		return nil
+	}
+	return fmt.Errorf("%w: stream %s holds %d messages of the sequences 1 to %d (first %d): %d are gone (damaged or removed block files); restore the data directory from a backup",
+		ErrHistoryLost, stream, st.Msgs, st.LastSeq, st.FirstSeq, st.LastSeq-min(st.Msgs, st.LastSeq))
 }
 
 // writeMark records seq as on disk. It is written after the fsync that put

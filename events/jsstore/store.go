@@ -124,6 +124,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create snapshot bucket: %w", mapErr(err))
 	}
+	if err := checkWhole(o.Stream, st.CachedInfo().State); err != nil {
+		return nil, err
+	}
 	s := &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream}
 	// A server that does not know atomic batches leaves the option out of
 	// the configuration it answers with; it would store the staged
