@@ -13,6 +13,7 @@ package console
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -56,8 +57,9 @@ type Who struct {
 	CanAct, IsAdmin bool
 }
 
-// Lang is one language of the switch.
-type Lang struct{ Code, Name string }
+// Lang is one language of the switch: URL is the current page, with its
+// filters and cursor, in that language.
+type Lang struct{ Code, Name, URL string }
 
 // Page is what every page is rendered from.
 type Page struct {
@@ -68,7 +70,8 @@ type Page struct {
 	CSRF      string
 	// Nav is the current section; Title the page's heading.
 	Nav, Title string
-	// Query is the current query without lang, for the language links.
+	// Query is the current query without lang and fragment, encoded: the
+	// language links keep it.
 	Query string
 	// Body is the page's own data (one of the *Body types).
 	Body any
@@ -82,12 +85,22 @@ func NewPage(lang string, who Who, csrf, nav, titleKey, query string, body any) 
 	p := Page{T: t, Lang: lang, Dir: Dir(lang), Who: who, CSRF: csrf, Nav: nav, Title: t.Get(titleKey), Query: query, Body: body,
 		JSTexts: map[string]string{}}
 	for _, l := range Langs {
-		p.Langs = append(p.Langs, Lang{l, LangNames[l]})
+		p.Langs = append(p.Langs, Lang{l, LangNames[l], langURL(query, l)})
 	}
 	for _, k := range jsKeys {
 		p.JSTexts[k] = t.Get(k)
 	}
 	return p
+}
+
+// langURL is the current page in lang: query (already encoded) with lang
+// added. It is a whole relative URL, not a query spliced into the
+// template, so that html/template does not escape its & and = away.
+func langURL(query, lang string) string {
+	if query == "" {
+		return "?lang=" + lang
+	}
+	return "?" + query + "&lang=" + lang
 }
 
 // jsKeys are the texts console.js shows.
@@ -137,8 +150,12 @@ type TreasuryRow struct {
 	Balance, Pending, Available, NegativeLimit int64
 }
 
-// TreasuriesBody lists every site's treasury.
-type TreasuriesBody struct{ Sites []TreasuryRow }
+// TreasuriesBody lists every site's treasury; LiveURL is the rows', which
+// refresh themselves like every list (an adjustment shows at once).
+type TreasuriesBody struct {
+	Sites   []TreasuryRow
+	LiveURL string
+}
 
 // CallbacksBody lists callback deliveries.
 type CallbacksBody struct {
@@ -157,6 +174,19 @@ type TxDetailBody struct {
 	Complete bool
 	// Last names who made the last change ("" for the creation).
 	Last string
+	// Names are the people the history's actors stand for (actor →
+	// name), where they have one: a named operator's id is not for
+	// people.
+	Names map[string]string
+}
+
+// Actor is who an event's actor is, for people: their name where the
+// history has one, else the actor as recorded (admin, merchant, system).
+func (b TxDetailBody) Actor(actor string) string {
+	if n := b.Names[actor]; n != "" {
+		return n
+	}
+	return actor
 }
 
 var funcs = template.FuncMap{
@@ -177,16 +207,39 @@ var funcs = template.FuncMap{
 		}
 		return string(id)
 	},
-	"details": func(data map[string]any) string {
-		var b strings.Builder
-		for _, k := range slices.Sorted(maps.Keys(data)) {
-			if b.Len() > 0 {
-				b.WriteString(" · ")
-			}
-			fmt.Fprintf(&b, "%s=%v", k, data[k])
-		}
-		return b.String()
-	},
+	"details":    Details,
+	"lastAnswer": LastAnswer,
+}
+
+// Detail is one field of an event's payload, as the history shows it.
+type Detail struct{ Key, Value string }
+
+// Details are an event's payload fields in key order. Each value is its
+// own item so that the page can isolate it: a value is the merchant's or
+// an operator's text (a name, a reason) and must not reorder the others
+// (right-to-left override characters).
+func Details(data map[string]any) []Detail {
+	out := make([]Detail, 0, len(data))
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		out = append(out, Detail{k, fmt.Sprint(data[k])})
+	}
+	return out
+}
+
+// LastAnswer says what the last attempt of a callback delivery came to,
+// once. The dispatcher writes an HTTP answer's error as "HTTP 500"
+// already, so the status code is shown only when there is no error (a
+// 2xx); an error that is not an HTTP answer (no answer within the
+// timeout, a parked delivery whose site has no callbackUrl) goes without
+// the code, which is then a former attempt's, not this one's.
+func LastAnswer(d callbacks.Delivery) string {
+	if d.LastError != nil && *d.LastError != "" {
+		return *d.LastError
+	}
+	if d.LastStatusCode != nil {
+		return fmt.Sprintf("HTTP %d", *d.LastStatusCode)
+	}
+	return ""
 }
 
 // Reason says why a deposit was proposed for a transfer of amount
@@ -256,12 +309,22 @@ func Render(w io.Writer, name string, p Page) error {
 	return t.ExecuteTemplate(w, "layout", p)
 }
 
-// RenderRows writes only the list of page name (transactions or
-// callbacks), for the live refresh.
-func RenderRows(w io.Writer, name string, p Page) error {
+// ErrNoList is RenderRows' answer for a page that has no list to refresh:
+// the request's mistake (a hand-made ?fragment=rows), not the server's.
+var ErrNoList = errors.New("this page has no list to refresh")
+
+// HasRows reports whether page name has a list that refreshes itself
+// (?fragment=rows).
+func HasRows(name string) bool {
 	t, ok := pages[name]
-	if !ok || t.Lookup("rows") == nil {
-		return fmt.Errorf("no console list %q", name)
+	return ok && t.Lookup("rows") != nil
+}
+
+// RenderRows writes only the list of page name (transactions, treasuries
+// or callbacks), for the live refresh.
+func RenderRows(w io.Writer, name string, p Page) error {
+	if !HasRows(name) {
+		return fmt.Errorf("console page %q: %w", name, ErrNoList)
 	}
-	return t.ExecuteTemplate(w, "rows", p)
+	return pages[name].ExecuteTemplate(w, "rows", p)
 }

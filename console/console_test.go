@@ -3,12 +3,15 @@ package console
 import (
 	"bytes"
 	"context"
+	"html"
+	"regexp"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/callbacks"
 	"gateway/matching"
 	"gateway/records"
 )
@@ -77,7 +80,70 @@ func TestRender(t *testing.T) {
 	require.NoError(t, RenderRows(&b, "transactions", NewPage("en", Who{}, "", "", "deposits", "", bodies["transactions"])))
 	assert.Contains(t, b.String(), "25,000")
 	assert.NotContains(t, b.String(), "<html")
-	assert.Error(t, RenderRows(&b, "login", NewPage("en", Who{}, "", "", "deposits", "", nil)))
+	assert.ErrorIs(t, RenderRows(&b, "login", NewPage("en", Who{}, "", "", "deposits", "", nil)), ErrNoList)
+	assert.ErrorIs(t, RenderRows(&b, "match", NewPage("en", Who{}, "", "", "match", "", MatchBody{})), ErrNoList)
+	for name, want := range map[string]bool{"transactions": true, "treasuries": true, "callbacks": true, "match": false, "tx": false, "login": false, "nope": false} {
+		assert.Equal(t, want, HasRows(name), name)
+	}
+	b.Reset()
+	require.NoError(t, RenderRows(&b, "treasuries", NewPage("en", Who{IsAdmin: true}, "", "", "treasuries", "", bodies["treasuries"])))
+	assert.Contains(t, b.String(), `<td class="num" data-field="balance">1,000,000</td>`)
+}
+
+// The language links are the page as it is, in another language.
+func TestNewPage_langLinks(t *testing.T) {
+	for query, want := range map[string]string{
+		"":                             "?lang=ar",
+		"status=approved&name=Ali+K":   "?status=approved&name=Ali+K&lang=ar",
+		"cursor=a%2Fb&from=2026-01-02": "?cursor=a%2Fb&from=2026-01-02&lang=ar",
+	} {
+		p := NewPage("en", Who{}, "", "", "deposits", query, nil)
+		require.Len(t, p.Langs, 3)
+		assert.Equal(t, want, p.Langs[1].URL, query)
+		var b bytes.Buffer
+		require.NoError(t, Render(&b, "error", p))
+		m := regexp.MustCompile(`<a href="([^"]*)" lang="ar"`).FindStringSubmatch(b.String())
+		require.Len(t, m, 2)
+		assert.Equal(t, want, html.UnescapeString(m[1]), query)
+	}
+}
+
+// A callback's last answer is said once: the code and the error do not
+// repeat each other, and a code is not put next to an error that was no
+// answer of that code.
+func TestLastAnswer(t *testing.T) {
+	code := func(n int) *int { return &n }
+	text := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name string
+		d    callbacks.Delivery
+		want string
+	}{
+		{"delivered", callbacks.Delivery{Status: "delivered", LastStatusCode: code(200)}, "HTTP 200"},
+		{"an HTTP error", callbacks.Delivery{Status: "pending", LastStatusCode: code(500), LastError: text("HTTP 500")}, "HTTP 500"},
+		{"a redirect", callbacks.Delivery{Status: "failed", LastStatusCode: code(302), LastError: text("HTTP 302 (redirects are not followed)")},
+			"HTTP 302 (redirects are not followed)"},
+		{"no answer", callbacks.Delivery{Status: "pending", LastError: text("no answer within 10s")}, "no answer within 10s"},
+		{"parked with a former attempt's code", callbacks.Delivery{Status: "failed", LastStatusCode: code(500),
+			LastError: text("the site has no callbackUrl")}, "the site has no callbackUrl"},
+		{"no attempt yet", callbacks.Delivery{Status: "pending"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, LastAnswer(tc.d))
+			var b bytes.Buffer
+			require.NoError(t, RenderRows(&b, "callbacks", NewPage("en", Who{}, "", "", "callbacks", "",
+				CallbacksBody{Enabled: true, Items: []callbacks.Delivery{tc.d}})))
+			assert.Contains(t, b.String(), "<td><bdi>"+tc.want+"</bdi></td>")
+		})
+	}
+}
+
+// A history shows people's names for its actors where it has them.
+func TestTxDetailBody_Actor(t *testing.T) {
+	b := TxDetailBody{Names: map[string]string{"op1": "Omar", "admin": "admin"}}
+	assert.Equal(t, "Omar", b.Actor("op1"))
+	assert.Equal(t, "merchant", b.Actor("merchant"))
+	assert.Equal(t, []Detail{{"amount", "25000"}, {"reason", "late"}}, Details(map[string]any{"reason": "late", "amount": 25000}))
 }
 
 // A proposal's reason reads the same as the API's in English, and in the

@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"gateway/console"
+	"gateway/internal/testkit"
 )
 
 // The browser tests drive headless Chromium (Debian's chromium package)
@@ -219,6 +223,8 @@ func TestConsole_browser(t *testing.T) {
 		clickRow(t, op, "approve", d1.TransactionID)
 		steps(t, op, chromedp.WaitVisible("#dialog-amount"))
 		require.Equal(t, "25000", eval[string](t, op, `document.getElementById("dialog-amount").value`), "the requested amount by default")
+		// The ids it names are isolated: a processId is the merchant's text.
+		require.Equal(t, []string{d1.TransactionID, "order-1001"}, eval[[]string](t, op, `[...document.querySelectorAll("#dialog-text bdi")].map(b => b.textContent)`))
 		steps(t, op, chromedp.SetValue("#dialog-amount", "24000"), chromedp.Click("#dialog-ok"))
 		waitFor(t, op, `document.getElementById("flash").textContent.includes("approved")`, "the result")
 		require.Contains(t, text(t, op, "#flash"), "24,000")
@@ -314,6 +320,19 @@ func TestConsole_browser(t *testing.T) {
 		act(t, admin, "adjust", shop.ID, map[string]string{"amount": "-250000", "reason": "settlement to the merchant"})
 		waitFor(t, admin, `document.getElementById("flash").className === "ok"`, "the adjustment")
 		require.Equal(t, before-250000, s.balanceOf(t, shop).Balance)
+		// The row shows the new balance without a reload.
+		waitFor(t, admin, fmt.Sprintf(`document.querySelector("#site-%s [data-field=balance]").textContent === %q`,
+			shop.ID, console.Group(before-250000)), "the new balance in the list")
+
+		// A refusal that is no race is said as the API says it, and
+		// nobody is asked who was first.
+		recordFetches(t, admin)
+		act(t, admin, "adjust", shop.ID, map[string]string{"amount": strconv.FormatInt(-(before + 1_000_000), 10), "reason": "too much"})
+		waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal")
+		require.Contains(t, text(t, admin, "#flash"), "send allowBelowLimit: true to apply it anyway")
+		require.NotContains(t, text(t, admin, "#flash"), "Another operator")
+		require.Empty(t, whoFetches(t, admin))
+		require.Equal(t, before-250000, s.balanceOf(t, shop).Balance)
 		// An operator has no adjust button.
 		steps(t, op, chromedp.Navigate(s.URL+"/console/treasuries"), chromedp.WaitVisible("#site-"+shop.ID))
 		require.Equal(t, 0, eval[int](t, op, `document.querySelectorAll("button[data-action=adjust]").length`))
@@ -362,10 +381,91 @@ func TestConsole_browser(t *testing.T) {
 		shot(t, customer, "hosted-not-found-ar")
 	})
 
+	t.Run("a very long name wraps, in every list and right to left too", func(t *testing.T) {
+		long := strings.Repeat("Abdulrahman", 22) // 242 letters, no space
+		site := s.newSite(map[string]any{"name": long}, 100_000)
+		f := depositForm("ZAINCASH", "long-1", "u7", 25000)
+		f.Set("name", long)
+		f.Set("senderName", long)
+		d := rec(t, s.post(site, pathDeposit, f))
+		w := rec(t, s.post(site, pathWithdraw, with(withdrawForm("ZAINCASH", "long-2", "u8", 5000, "07712345678"), "accountName", ptr(long))))
+		// fits: the element is on the screen, and its list no wider than
+		// its place (no sideways scrolling to reach it).
+		fits := func(ctx context.Context, sel string) {
+			t.Helper()
+			waitFor(t, ctx, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false;
+				const r = e.getBoundingClientRect(), box = e.closest(".scroll") || document.documentElement;
+				return r.left >= 0 && r.right <= innerWidth && box.scrollWidth <= box.clientWidth })()`, sel), sel+" on the screen")
+		}
+		for _, lang := range []string{"en", "ar"} {
+			steps(t, op, chromedp.Navigate(s.URL+"/console/deposits?lang="+lang))
+			fits(op, fmt.Sprintf(`button[data-action=approve][data-id=%q]`, d.TransactionID))
+			fits(op, fmt.Sprintf(`#tx-%s .badge`, d.TransactionID))
+			shot(t, op, "console-long-name-"+lang)
+			steps(t, op, chromedp.Navigate(s.URL+"/console/withdrawals?lang="+lang))
+			fits(op, fmt.Sprintf(`button[data-action=take][data-id=%q]`, w.TransactionID))
+			steps(t, op, chromedp.Navigate(s.URL+"/console/treasuries?lang="+lang))
+			fits(op, fmt.Sprintf(`#site-%s [data-field=negativeLimit]`, site.ID))
+			steps(t, op, chromedp.Navigate(s.URL+"/console/tx/"+d.TransactionID+"?lang="+lang))
+			fits(op, "#tx-status")
+			fits(op, "#tx-history tbody tr td:last-child")
+			steps(t, op, chromedp.Navigate(s.URL+"/console/match?lang="+lang), chromedp.WaitVisible("#lines"),
+				chromedp.SetValue("#lines", "25000,"+long), chromedp.Click("#propose"))
+			fits(op, fmt.Sprintf(`tr.proposal[data-tx=%q] button[data-action=approve]`, d.TransactionID))
+		}
+		steps(t, op, chromedp.Navigate(s.URL+"/console/deposits?lang=en"), chromedp.WaitVisible("#tx-table"))
+	})
+
 	t.Run("sign out", func(t *testing.T) {
 		steps(t, op, chromedp.Navigate(s.URL+"/console/deposits"), chromedp.WaitVisible("#signout"), chromedp.Click("#signout"),
 			chromedp.WaitVisible("#token"))
 		steps(t, op, chromedp.Navigate(s.URL+"/console/deposits"), chromedp.WaitVisible("#token"))
 		shot(t, op, "console-sign-in-en")
 	})
+}
+
+// recordFetches makes the page note every URL its script fetches (in
+// window.fetched), to see which requests an action made.
+func recordFetches(t *testing.T, ctx context.Context) {
+	t.Helper()
+	require.True(t, eval[bool](t, ctx, `(() => { window.fetched = []; const f = window.fetch;
+		window.fetch = function (u) { window.fetched.push(String(u)); return f.apply(this, arguments) }; return true })()`))
+}
+
+// whoFetches are the page's questions for who moved a transaction first
+// since recordFetches.
+func whoFetches(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	return eval[[]string](t, ctx, `window.fetched.filter(u => u.includes("fragment=who"))`)
+}
+
+// TestConsole_browserCallbacks: the Callbacks page says each delivery's
+// last answer once, and a resend the API refuses (the site has no
+// callbackUrl any more) is said as the API says it: no race with another
+// operator, no question about a transaction.
+func TestConsole_browserCallbacks(t *testing.T) {
+	b := browser(t)
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
+	s.seedBanks()
+	rcv := newReceiver(t, 500)
+	st := s.callbackSite(t, rcv.url())
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+	tx := s.approvedDeposit(t, st)
+	id := s.eventID(t, st.ID, "deposit.approved.v1", tx)
+	s.waitDelivery(t, "", id, "failed", 0)
+	requireOK(t, s.ops("PATCH", "/ops/v1/sites/"+st.ID, map[string]any{"callbackUrl": ""}))
+
+	admin := person(t, b)
+	signIn(t, admin, s.URL, adminToken, "admin")
+	steps(t, admin, chromedp.Navigate(s.URL+"/console/callbacks"), chromedp.WaitVisible("#cb-"+id))
+	require.Contains(t, text(t, admin, "#cb-"+id), "HTTP 500")
+	require.NotContains(t, text(t, admin, "#cb-"+id), "HTTP 500 HTTP 500")
+	shot(t, admin, "console-callbacks-en")
+
+	recordFetches(t, admin)
+	act(t, admin, "resend", id, nil)
+	waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal")
+	require.Equal(t, "the event's site has no callbackUrl", text(t, admin, "#flash"))
+	require.Empty(t, whoFetches(t, admin))
 }

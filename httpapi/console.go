@@ -6,8 +6,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,9 +27,33 @@ import (
 )
 
 // sessionCookie holds a signed-in operator's token (docs/console.md
-// "Sessions"): HttpOnly, SameSite=Strict, Secure when the console is
-// reached over HTTPS, and a session cookie (gone when the browser closes).
+// "Sessions"), base64url-encoded: HttpOnly, SameSite=Strict, Secure when
+// the console is reached over HTTPS, and a session cookie (gone when the
+// browser closes).
 const sessionCookie = "gw_console"
+
+// sessionValue is the session cookie's value for tok. A token may hold
+// any character but white space at its ends (the operator API asks only
+// for 32 of them), and net/http drops or quotes those a cookie value
+// cannot hold (; " \ , and spaces): encoded, every valid token signs in.
+func sessionValue(tok string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(tok))
+}
+
+// sessionToken is the token of r's session cookie, "" when there is none
+// or it is not one this console wrote (a cookie of the former, unencoded
+// format is signed out).
+func sessionToken(r *http.Request) string {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return ""
+	}
+	tok, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil {
+		return ""
+	}
+	return string(tok)
+}
 
 // csrfHeader carries the page's CSRF token on the script's calls; forms
 // carry it in the csrf field.
@@ -38,7 +65,7 @@ func (s *Server) consoleRoutes(r chi.Router) {
 	r.Get("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/deposits", http.StatusSeeOther)
 	})
-	r.Handle("/static/*", http.StripPrefix("/console/static/", http.FileServerFS(console.Static())))
+	r.Get("/static/*", s.consoleStatic(console.Static()))
 	r.Get("/login", s.consoleLoginPage)
 	r.Post("/login", s.consoleLogin)
 	r.Post("/logout", s.consoleLogout)
@@ -54,10 +81,45 @@ func (s *Server) consoleRoutes(r chi.Router) {
 	})
 	// The script's actions are the operator API's own routes, with the
 	// session cookie for the bearer token and the CSRF token checked.
+	// Its refusals are the API's JSON, a path it does not have included.
 	r.Route("/api", func(r chi.Router) {
 		r.Use(s.consoleAPI)
+		r.NotFound(s.apiNotFound)
+		r.MethodNotAllowed(s.notAllowed)
 		s.opsRoutes(r)
 	})
+	// A page the console does not have is the console's page saying so,
+	// not the API's JSON (set after /api, which keeps its own).
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		info(r).unmatched = true
+		s.consoleError(w, r, http.StatusNotFound, "there is no such page in the console")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		info(r).unmatched = true
+		allowed := s.allowed(r)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.consoleError(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed here; the methods are "+strings.Join(allowed, ", "))
+	})
+}
+
+// apiNotFound is the router's own 404 for a path the operator API under
+// /console/api does not have.
+func (s *Server) apiNotFound(w http.ResponseWriter, r *http.Request) {
+	info(r).unmatched = true
+	s.writeErr(w, r, &apiError{status: 404, code: "not_found", message: "no such endpoint"})
+}
+
+// consoleStatic serves the console's script and style sheet, to anyone:
+// files only, never a listing of the folder.
+func (s *Server) consoleStatic(files fs.FS) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "*")
+		if st, err := fs.Stat(files, name); name == "" || err != nil || st.IsDir() {
+			s.consoleError(w, r, http.StatusNotFound, "there is no such file in the console")
+			return
+		}
+		http.ServeFileFS(w, r, files, name)
+	}
 }
 
 // consoleHeaders: never cached, never framed, scripts and styles only from
@@ -99,12 +161,12 @@ func csrfToken(tok string) string {
 
 // resolveSession reads the session cookie.
 func (s *Server) resolveSession(r *http.Request) (caller, string, error) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || c.Value == "" {
+	tok := sessionToken(r)
+	if tok == "" {
 		return caller{}, "", nil
 	}
-	who, err := s.authenticate(r, c.Value)
-	return who, c.Value, err
+	who, err := s.authenticate(r, tok)
+	return who, tok, err
 }
 
 // consoleSession lets a signed-in operator through and sends anyone else
@@ -164,17 +226,17 @@ func checkCSRF(r *http.Request, want string) bool {
 // after checking the CSRF token of every call that is not a read.
 func (s *Server) consoleAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(sessionCookie)
-		if err != nil || c.Value == "" {
+		tok := sessionToken(r)
+		if tok == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ops"`)
 			s.writeErr(w, r, &apiError{status: 401, code: "unauthorized", message: "sign in to the console first"})
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !checkCSRFHeader(r, csrfToken(c.Value)) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !checkCSRFHeader(r, csrfToken(tok)) {
 			s.writeErr(w, r, &apiError{status: 403, code: "forbidden", message: "the console's CSRF token is missing or wrong: reload the page"})
 			return
 		}
-		r.Header.Set("Authorization", "Bearer "+c.Value)
+		r.Header.Set("Authorization", "Bearer "+tok)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -210,10 +272,16 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	var b bytes.Buffer
 	var err error
-	if r.URL.Query().Get("fragment") == "rows" {
-		err = console.RenderRows(&b, name, p)
-	} else {
+	switch fragment := r.URL.Query().Get("fragment"); {
+	case fragment == "":
 		err = console.Render(&b, name, p)
+	case fragment == "rows" && console.HasRows(name):
+		err = console.RenderRows(&b, name, p)
+	default:
+		// A hand-made URL, not a fault: said plainly, and not logged as
+		// an error.
+		http.Error(w, fmt.Sprintf("this page has no fragment %q", fragment), http.StatusNotFound)
+		return
 	}
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "console page", "page", name, "err", err)
@@ -226,6 +294,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 }
 
 func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if r.URL.Query().Get("fragment") != "" {
+		// The script asked for a part of a page: no page around the
+		// error, which would be put in the list's place.
+		http.Error(w, msg, status)
+		return
+	}
 	title := "error"
 	if status == http.StatusNotFound {
 		title = "notFound"
@@ -263,14 +337,14 @@ func (s *Server) consoleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "console sign-in", "actor", who.actor)
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: tok, Path: "/console", HttpOnly: true, Secure: s.secure(r),
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sessionValue(tok), Path: "/console", HttpOnly: true, Secure: s.secure(r),
 		SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (s *Server) consoleLogout(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	if c, err := r.Cookie(sessionCookie); err == nil && !checkCSRF(r, csrfToken(c.Value)) {
+	if tok := sessionToken(r); tok != "" && !checkCSRF(r, csrfToken(tok)) {
 		s.consoleError(w, r, http.StatusForbidden, "the console's CSRF token is missing or wrong: reload the page")
 		return
 	}
@@ -306,24 +380,9 @@ func (s *Server) consoleTransactions(kind string) http.HandlerFunc {
 		if _, ok := in["status"]; !ok {
 			in.Set("status", "pending")
 		}
-		body := console.TxBody{Kind: kind, F: map[string]string{}, Statuses: statuses, Now: time.Now().UnixMilli()}
-		q := url.Values{"type": {kind}, "limit": {"50"}}
-		for _, k := range consoleFilters {
-			v := strings.TrimSpace(in.Get(k))
-			body.F[k] = v
-			if v == "" {
-				continue
-			}
-			if k == "from" || k == "to" {
-				if d, err := time.ParseInLocation("2006-01-02", v, console.Baghdad); err == nil {
-					if k == "to" {
-						d = d.AddDate(0, 0, 1) // the whole day
-					}
-					v = d.Format(time.RFC3339)
-				}
-			}
-			q.Set(k, v)
-		}
+		body := console.TxBody{Kind: kind, Statuses: statuses, Now: time.Now().UnixMilli()}
+		q, fields, err := consoleSearch(kind, in)
+		body.F = fields
 		live := url.Values{}
 		for k, v := range in {
 			if k != "lang" && k != "fragment" {
@@ -332,7 +391,10 @@ func (s *Server) consoleTransactions(kind string) http.HandlerFunc {
 		}
 		live.Set("fragment", "rows")
 		body.LiveURL = r.URL.Path + "?" + live.Encode()
-		f, err := txFilter(q)
+		var f records.Filter
+		if err == nil {
+			f, err = txFilter(q)
+		}
 		if err == nil {
 			var page records.Page[records.OpsRecord]
 			page, err = s.cfg.Reader.List(r.Context(), f)
@@ -359,6 +421,37 @@ func (s *Server) consoleTransactions(kind string) http.HandlerFunc {
 		}
 		s.render(w, r, status, "transactions", s.page(r, kind+"s", kind+"s", body))
 	}
+}
+
+// consoleSearch turns a queue's search fields (in) into the listing's
+// parameters, and the fields as given (for the form). From and to are
+// dates, Baghdad time, the form's date fields: to takes in its whole day.
+func consoleSearch(kind string, in url.Values) (url.Values, map[string]string, error) {
+	q := url.Values{"type": {kind}, "limit": {"50"}}
+	fields := map[string]string{}
+	var bad error
+	for _, k := range consoleFilters {
+		v := strings.TrimSpace(in.Get(k))
+		fields[k] = v
+		if v == "" {
+			continue
+		}
+		if k == "from" || k == "to" {
+			d, err := time.ParseInLocation(time.DateOnly, v, console.Baghdad)
+			if err != nil {
+				if bad == nil {
+					bad = errBad("invalid_request", k, k+" must be a date, YYYY-MM-DD (e.g. 2026-01-02)")
+				}
+				continue
+			}
+			if k == "to" {
+				d = d.AddDate(0, 0, 1) // the whole day
+			}
+			v = d.Format(time.RFC3339)
+		}
+		q.Set(k, v)
+	}
+	return q, fields, bad
 }
 
 // consoleFailure is an error as a console page states it.
@@ -416,14 +509,22 @@ func (s *Server) proposals(ctx context.Context, text, site string) ([]matching.R
 }
 
 func (s *Server) consoleTreasuries(w http.ResponseWriter, r *http.Request) {
-	var body console.TreasuriesBody
-	for _, site := range s.consoleSites() {
-		b, err := s.cfg.Reader.BalanceOf(r.Context(), ids.SiteID(site.ID))
-		if err != nil {
-			status, msg := s.consoleFailure(r, err)
-			s.consoleError(w, r, status, msg)
-			return
-		}
+	body := console.TreasuriesBody{LiveURL: r.URL.Path + "?fragment=rows"}
+	sites := s.consoleSites()
+	siteIDs := make([]ids.SiteID, len(sites))
+	for i, site := range sites {
+		siteIDs[i] = ids.SiteID(site.ID)
+	}
+	// The page refreshes itself: one catch-up for every site, not a read
+	// of each site's subject every few seconds.
+	bals, err := s.cfg.Reader.Balances(r.Context(), siteIDs)
+	if err != nil {
+		status, msg := s.consoleFailure(r, err)
+		s.consoleError(w, r, status, msg)
+		return
+	}
+	for i, site := range sites {
+		b := bals[i]
 		body.Sites = append(body.Sites, console.TreasuryRow{ID: site.ID, Name: site.Name, Balance: b.Balance,
 			Pending: b.PendingWithdrawals, Available: b.Available, NegativeLimit: b.NegativeLimit})
 	}
@@ -470,6 +571,7 @@ func (s *Server) consoleTx(w http.ResponseWriter, r *http.Request) {
 				if n := len(body.Items); n > 1 && body.Complete {
 					body.Last = s.actorName(body.Items[n-1].Actor)
 				}
+				body.Names = s.actorNames(body.Items)
 				if r.URL.Query().Get("fragment") == "who" {
 					w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 					t := s.page(r, "", "details", nil).T
@@ -480,7 +582,7 @@ func (s *Server) consoleTx(w http.ResponseWriter, r *http.Request) {
 					_, _ = w.Write([]byte(msg))
 					return
 				}
-				s.render(w, r, http.StatusOK, "tx", s.page(r, "", "history", body))
+				s.render(w, r, http.StatusOK, "tx", s.page(r, "", "transactionId", body))
 				return
 			}
 		}
@@ -490,6 +592,17 @@ func (s *Server) consoleTx(w http.ResponseWriter, r *http.Request) {
 	}
 	status, msg := s.consoleFailure(r, err)
 	s.consoleError(w, r, status, msg)
+}
+
+// actorNames names the actors of a history for people (actor → name).
+func (s *Server) actorNames(items []records.HistoryItem) map[string]string {
+	names := map[string]string{}
+	for _, it := range items {
+		if _, ok := names[it.Actor]; !ok {
+			names[it.Actor] = s.actorName(it.Actor)
+		}
+	}
+	return names
 }
 
 // actorName names an event's actor for people: a named operator's name,

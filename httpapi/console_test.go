@@ -1,23 +1,39 @@
 package httpapi_test
 
 import (
+	"encoding/base64"
+	"html"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"gateway/httpapi"
+	"gateway/records"
 )
 
 // consoleClient is a browser without a browser: it keeps no cookies and
 // follows no redirects, so that each answer is seen as it is.
 type consoleClient struct {
-	t      *testing.T
-	base   string
-	cookie string
+	t    *testing.T
+	base string
+	// token is the signed-in operator's token, sent in the session cookie
+	// as the console writes it; cookie, when set, is sent as the cookie's
+	// value instead, as it is.
+	token, cookie string
 }
+
+// sessionCookie is the session cookie's value for tok (base64url).
+func sessionCookie(tok string) string { return base64.RawURLEncoding.EncodeToString([]byte(tok)) }
 
 type htmlPage struct {
 	status int
@@ -29,8 +45,11 @@ func (c *consoleClient) do(method, path, body string, hdr map[string]string) htm
 	c.t.Helper()
 	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
 	require.NoError(c.t, err)
-	if c.cookie != "" {
+	switch {
+	case c.cookie != "":
 		req.AddCookie(&http.Cookie{Name: "gw_console", Value: c.cookie})
+	case c.token != "":
+		req.AddCookie(&http.Cookie{Name: "gw_console", Value: sessionCookie(c.token)})
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
@@ -110,14 +129,17 @@ func TestConsole_sessions(t *testing.T) {
 		require.Equal(t, want, p.header.Get("Location"), next)
 	}
 	cookie := p.header.Get("Set-Cookie")
-	require.Contains(t, cookie, "gw_console="+op.Token)
+	require.Contains(t, cookie, "gw_console="+sessionCookie(op.Token))
 	for _, attr := range []string{"Path=/console", "HttpOnly", "SameSite=Strict"} {
 		require.Contains(t, cookie, attr)
 	}
 	require.NotContains(t, cookie, "Secure", "plain HTTP")
 	require.NotContains(t, cookie, "Max-Age", "a session cookie")
 
+	// A cookie of the former format (the token as it is) is signed out.
 	c.cookie = op.Token
+	require.Equal(t, 303, c.do("GET", "/console/deposits", "", nil).status)
+	c.cookie, c.token = "", op.Token
 	p = c.do("GET", "/console/deposits", "", nil)
 	require.Equal(t, 200, p.status)
 	require.Contains(t, p.body, "Omar Operator")
@@ -146,7 +168,7 @@ func TestConsole_api(t *testing.T) {
 	st := s.newSite(nil, 0)
 	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "c1", "u1", 25000)))
 	op := s.newOperator(t, "Omar Operator", "operator")
-	c := &consoleClient{t: t, base: s.URL, cookie: op.Token}
+	c := &consoleClient{t: t, base: s.URL, token: op.Token}
 	tok := csrf(t, c.do("GET", "/console/deposits", "", nil).body)
 	approve := "/console/api/deposits/" + d.TransactionID + "/approve"
 	js := func(extra map[string]string) map[string]string {
@@ -159,7 +181,7 @@ func TestConsole_api(t *testing.T) {
 	for name, h := range map[string]map[string]string{
 		"no token":              nil,
 		"wrong token":           {"X-CSRF-Token": strings.Repeat("0", 64)},
-		"another session's":     {"X-CSRF-Token": csrf(t, (&consoleClient{t: t, base: s.URL, cookie: adminToken}).do("GET", "/console/deposits", "", nil).body)},
+		"another session's":     {"X-CSRF-Token": csrf(t, (&consoleClient{t: t, base: s.URL, token: adminToken}).do("GET", "/console/deposits", "", nil).body)},
 		"from another site":     {"X-CSRF-Token": tok, "Sec-Fetch-Site": "cross-site"},
 		"with another origin":   {"X-CSRF-Token": tok, "Origin": "https://evil.example"},
 		"token in a form field": {"Content-Type": "application/x-www-form-urlencoded"},
@@ -203,7 +225,7 @@ func TestConsole_pages(t *testing.T) {
 	s.seedBanks()
 	st := s.newSite(map[string]any{"name": "<b>Shop</b>"}, 100_000)
 	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "<script>x</script>", "u1", 25000)))
-	c := &consoleClient{t: t, base: s.URL, cookie: adminToken}
+	c := &consoleClient{t: t, base: s.URL, token: adminToken}
 	for _, path := range []string{"/console/deposits", "/console/withdrawals", "/console/match", "/console/treasuries",
 		"/console/callbacks", "/console/tx/" + d.TransactionID, "/console/deposits?fragment=rows", "/console/callbacks?fragment=rows"} {
 		p := c.do("GET", path, "", nil)
@@ -261,7 +283,7 @@ func TestConsole_sandboxRows(t *testing.T) {
 	sd := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "sb-1", "u1", 25000)))
 	ld := rec(t, s.post(live, pathDeposit, depositForm("ZAINCASH", "lv-1", "u1", 25000)))
 	sw := rec(t, s.post(sb, pathWithdraw, withdrawForm("ZAINCASH", "sbw-1", "u2", 5000, "07712345678")))
-	c := &consoleClient{t: t, base: s.URL, cookie: adminToken}
+	c := &consoleClient{t: t, base: s.URL, token: adminToken}
 	row := func(body, id string) string {
 		i := strings.Index(body, `<tr id="tx-`+id+`"`)
 		require.GreaterOrEqual(t, i, 0, "row of %s", id)
@@ -284,4 +306,245 @@ func TestConsole_sandboxRows(t *testing.T) {
 	proposal := p.body[i : i+strings.Index(p.body[i:], "</tr>")]
 	require.Contains(t, proposal, "badge sandbox")
 	require.NotContains(t, proposal, "data-action")
+}
+
+// TestConsole_anyAdminToken: any token the operator API takes signs in to
+// the console, also one with characters a cookie value cannot hold as they
+// are (; " \ , and spaces): the cookie carries it encoded.
+func TestConsole_anyAdminToken(t *testing.T) {
+	pad := strings.Repeat("x", 32)
+	for _, tok := range []string{pad + `;path=/`, pad + `"quoted"`, pad + `back\slash`, pad + ",comma", pad + " with spaces", pad + "توكن"} {
+		t.Run(tok[32:], func(t *testing.T) {
+			srv := httptest.NewServer(httpapi.New(httpapi.Config{AdminToken: tok, Reader: records.NewReader(nil, nil, "http://gw.example"),
+				Logger: slog.New(slog.DiscardHandler)}))
+			t.Cleanup(srv.Close)
+			jar, err := cookiejar.New(nil)
+			require.NoError(t, err)
+			cl := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			get := func(method, path string, form url.Values) (*http.Response, string) {
+				req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(form.Encode()))
+				require.NoError(t, err)
+				if form != nil {
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				}
+				res, err := cl.Do(req)
+				require.NoError(t, err)
+				defer res.Body.Close()
+				b, err := io.ReadAll(res.Body)
+				require.NoError(t, err)
+				return res, string(b)
+			}
+
+			res, _ := get("POST", "/console/login", url.Values{"token": {tok}, "next": {"/console/tx/nope"}})
+			require.Equal(t, 303, res.StatusCode)
+			require.Equal(t, "/console/tx/nope", res.Header.Get("Location"))
+			for _, attr := range []string{"Path=/console", "HttpOnly", "SameSite=Strict"} {
+				require.Contains(t, res.Header.Get("Set-Cookie"), attr)
+			}
+			// Signed in: the page itself (a transaction that is not
+			// there), not the way back to the sign-in.
+			res, page := get("GET", "/console/tx/nope", nil)
+			require.Equal(t, 404, res.StatusCode, page)
+			require.Contains(t, page, "Signed in as")
+			// The script's calls carry it too: the API's own 404, not 401.
+			res, body := get("GET", "/console/api/nope", nil)
+			require.Equal(t, 404, res.StatusCode, body)
+			// And the page's CSRF token is the session's.
+			res, _ = get("POST", "/console/logout", url.Values{"csrf": {csrf(t, page)}})
+			require.Equal(t, 303, res.StatusCode)
+			require.Equal(t, "/console/login", res.Header.Get("Location"))
+			res, _ = get("GET", "/console/tx/nope", nil)
+			require.Equal(t, 303, res.StatusCode, "signed out")
+		})
+	}
+}
+
+// TestConsole_refusals: what the console answers for what it does not
+// have (a page, a file, a fragment, a method) and for a search it cannot
+// run: its own HTML page saying so in words, or, for the script's
+// fragments, the words alone; never an ERROR in the log.
+func TestConsole_refusals(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{noRun: true}})
+	s.seedBanks()
+	st := s.newSite(nil, 100_000)
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "r-1", "u1", 25000)))
+	c := &consoleClient{t: t, base: s.URL, token: adminToken}
+	const page, plain, jsonType = "text/html; charset=utf-8", "text/plain; charset=utf-8", "application/json; charset=utf-8"
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		contentType  string
+		text         string
+	}{
+		{"GET", "/console/match?fragment=rows", 404, plain, `this page has no fragment "rows"`},
+		{"GET", "/console/tx/" + d.TransactionID + "?fragment=rows", 404, plain, `this page has no fragment "rows"`},
+		{"GET", "/console/deposits?fragment=nope", 404, plain, `this page has no fragment "nope"`},
+		{"GET", "/console/callbacks?fragment=rows&status=sideways", 400, plain, "status must be pending, delivered or failed"},
+		{"GET", "/console/treasuries?fragment=rows", 200, page, "100,000"},
+		{"GET", "/console/static/", 404, page, "there is no such file in the console"},
+		{"GET", "/console/static/nope.js", 404, page, "there is no such file in the console"},
+		{"GET", "/console/nonexistent", 404, page, "there is no such page in the console"},
+		{"GET", "/console/logout", 405, page, "GET is not allowed here; the methods are POST"},
+		{"GET", "/console/api/nonexistent", 404, jsonType, `"code":"not_found"`},
+		{"GET", "/console/deposits?from=2026-13-01", 400, page, "from must be a date, YYYY-MM-DD (e.g. 2026-01-02)"},
+		{"GET", "/console/deposits?to=2026-01-02T15:04:05Z", 400, page, "to must be a date, YYYY-MM-DD"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			p := c.do(tc.method, tc.path, "", nil)
+			require.Equal(t, tc.status, p.status, p.body)
+			assert.Equal(t, tc.contentType, p.header.Get("Content-Type"))
+			assert.Contains(t, p.body, tc.text)
+			assert.NotContains(t, p.body, "RFC 3339")
+			if tc.contentType == page && !strings.Contains(tc.path, "fragment=") {
+				assert.Contains(t, p.body, `<main id="main">`, "the console's own page")
+			}
+		})
+	}
+	// A file is still served to anyone.
+	p := (&consoleClient{t: t, base: s.URL}).do("GET", "/console/static/console.css", "", nil)
+	require.Equal(t, 200, p.status)
+	require.Contains(t, p.header.Get("Content-Type"), "text/css")
+	require.Equal(t, 405, c.do("GET", "/console/logout", "", nil).status)
+	require.Equal(t, "POST", c.do("GET", "/console/logout", "", nil).header.Get("Allow"))
+}
+
+// TestConsole_langLinks: the language links keep the page as it is
+// (filters, cursor), lang and fragment excepted.
+func TestConsole_langLinks(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	s.newSite(nil, 0)
+	c := &consoleClient{t: t, base: s.URL, token: adminToken}
+	hrefs := regexp.MustCompile(`<a href="([^"]*)" lang="(\w+)"`)
+	for _, tc := range []struct {
+		path string
+		want url.Values
+	}{
+		{"/console/deposits", url.Values{}},
+		{"/console/deposits?status=approved&name=Ali+K%C3%A4reem&from=2026-01-02&cursor=abc&lang=ar",
+			url.Values{"status": {"approved"}, "name": {"Ali Käreem"}, "from": {"2026-01-02"}, "cursor": {"abc"}}},
+		{"/console/callbacks?status=failed", url.Values{"status": {"failed"}}},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			body := c.do("GET", tc.path, "", nil).body
+			links := hrefs.FindAllStringSubmatch(body, -1)
+			require.Len(t, links, 3)
+			for _, l := range links {
+				u, err := url.Parse(html.UnescapeString(l[1]))
+				require.NoError(t, err)
+				want := url.Values{"lang": {l[2]}}
+				for k, v := range tc.want {
+					want[k] = v
+				}
+				assert.Equal(t, want, u.Query(), l[1])
+			}
+		})
+	}
+}
+
+// TestConsole_bidiIsolated: every text a merchant or an operator wrote
+// (names, senderName, processId, userId, site and operator names,
+// reasons) is isolated on every page, so that a right-to-left override in
+// it cannot reorder the text around it.
+func TestConsole_bidiIsolated(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	const rlo = "\u202e"
+	st := s.newSite(map[string]any{"name": "Shop" + rlo + "gpj.exe"}, 100_000)
+	op := s.newOperator(t, "Omar"+rlo+"rotarepO", "operator")
+	f := depositForm("ZAINCASH", "pid"+rlo+"1", "uid"+rlo+"1", 25000)
+	f.Set("name", "Ali"+rlo+"Kareem")
+	f.Set("senderName", "Sender"+rlo+"Name")
+	d := rec(t, s.post(st, pathDeposit, f))
+	w := rec(t, s.post(st, pathWithdraw, with(withdrawForm("ZAINCASH", "wid"+rlo+"1", "u2", 5000, "07712345678"),
+		"accountName", ptr("Acc"+rlo+"Name"))))
+	requireOK(t, s.opsAs(t, op.Token, "POST", "/ops/v1/withdrawals/"+w.TransactionID+"/reject", map[string]any{"reason": "why" + rlo + "not"}))
+
+	c := &consoleClient{t: t, base: s.URL, token: op.Token}
+	tok := csrf(t, c.do("GET", "/console/match", "", nil).body)
+	for _, p := range []htmlPage{
+		c.do("GET", "/console/deposits", "", nil),
+		c.do("GET", "/console/withdrawals?status=", "", nil),
+		c.do("GET", "/console/treasuries", "", nil),
+		c.do("GET", "/console/tx/"+d.TransactionID, "", nil),
+		c.do("GET", "/console/tx/"+w.TransactionID, "", nil),
+		c.do("POST", "/console/match", url.Values{"csrf": {tok}, "lines": {"25000,Ali" + rlo + "Kareem,,ZAINCASH,ref" + rlo + "1"}}.Encode(), formHeader()),
+	} {
+		require.Equal(t, 200, p.status, p.body)
+		require.Contains(t, p.body, rlo)
+		for i := strings.Index(p.body, rlo); i >= 0; i = next(p.body, rlo, i) {
+			before := p.body[:i]
+			tagStart, tagEnd := strings.LastIndex(before, "<"), strings.LastIndex(before, ">")
+			if tagStart > tagEnd {
+				continue // in an attribute: an attribute's text reorders nothing else
+			}
+			tag := before[tagStart : tagEnd+1]
+			value := before[tagEnd+1:]
+			if strings.HasPrefix(tag, "<option") || strings.HasPrefix(tag, "<textarea") {
+				continue // a control of its own
+			}
+			assert.True(t, strings.HasPrefix(tag, "<bdi") && !strings.ContainsAny(value, " ·/("),
+				"not isolated: %s", p.body[max(0, tagStart-80):min(len(p.body), i+40)])
+		}
+	}
+}
+
+// next is the index of sub in s after i, or -1.
+func next(s, sub string, i int) int {
+	j := strings.Index(s[i+len(sub):], sub)
+	if j < 0 {
+		return -1
+	}
+	return i + len(sub) + j
+}
+
+// TestConsole_txPage: a transaction's page names the people in its
+// history (not their operator ids), and its two headings differ.
+func TestConsole_txPage(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	op := s.newOperator(t, "Omar Operator", "operator")
+	d := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "h-1", "u1", 25000)))
+	requireOK(t, s.opsAs(t, op.Token, "POST", "/ops/v1/deposits/"+d.TransactionID+"/approve", nil))
+
+	body := (&consoleClient{t: t, base: s.URL, token: adminToken}).do("GET", "/console/tx/"+d.TransactionID, "", nil).body
+	_, history, ok := strings.Cut(body, `id="tx-history"`)
+	require.True(t, ok)
+	assert.Contains(t, history, "<td><bdi>Omar Operator</bdi></td>")
+	assert.Contains(t, history, "<td><bdi>merchant</bdi></td>")
+	assert.NotContains(t, body, op.ID)
+	h1 := regexp.MustCompile(`<h1>(.*?)</h1>`).FindStringSubmatch(body)
+	h2 := regexp.MustCompile(`<h2 id="history">(.*?)</h2>`).FindStringSubmatch(body)
+	require.Len(t, h1, 2)
+	require.Len(t, h2, 2)
+	assert.Equal(t, "Transaction", h1[1])
+	assert.Equal(t, "History", h2[1])
+}
+
+// TestConsole_treasuriesReadTheStoreOnce: the treasuries list, which
+// refreshes itself every few seconds, catches up with the stream once for
+// every site (a read of its last sequence), not once per site, and shows
+// each site's balance.
+func TestConsole_treasuriesReadTheStoreOnce(t *testing.T) {
+	e := newEnv(t)
+	var reads atomic.Int64
+	s := e.newStack(stackOptions{reads: &reads})
+	var sites []site
+	for i := range 6 {
+		sites = append(sites, s.newSite(nil, int64(1000*(i+1))))
+	}
+	c := &consoleClient{t: t, base: s.URL, token: adminToken}
+	before := reads.Load()
+	p := c.do("GET", "/console/treasuries?fragment=rows", "", nil)
+	require.Equal(t, 200, p.status, p.body)
+	assert.Equal(t, int64(1), reads.Load()-before, "one read for six sites")
+	for i, st := range sites {
+		assert.Contains(t, p.body, st.ID)
+		assert.Contains(t, p.body, records.Group(int64(1000*(i+1))))
+	}
 }

@@ -361,8 +361,31 @@ type Balance struct {
 
 // BalanceOf returns a site's treasury, caught up with the stream.
 func (r *Reader) BalanceOf(ctx context.Context, siteID ids.SiteID) (Balance, error) {
+	return r.balance(ctx, siteID, fresh)
+}
+
+// Balances returns the treasuries of sites, in their order, caught up with
+// the stream once for all of them: one read of the stream's last sequence,
+// where BalanceOf reads each site's subject (a page of every treasury,
+// refreshed every few seconds, would read every subject each time).
+func (r *Reader) Balances(ctx context.Context, sites []ids.SiteID) ([]Balance, error) {
+	if err := r.state.CatchUp(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Balance, 0, len(sites))
+	for _, id := range sites {
+		b, err := r.balance(ctx, id, local)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func (r *Reader) balance(ctx context.Context, siteID ids.SiteID, consistency bool) (Balance, error) {
 	var b Balance
-	err := r.state.Read(ctx, siteID, fresh, func(s *aggregates.Site) error {
+	err := r.state.Read(ctx, siteID, consistency, func(s *aggregates.Site) error {
 		b = Balance{Balance: s.Balance, PendingWithdrawals: s.PendingWithdrawals, NegativeLimit: s.Cfg.NegativeLimit,
 			Available: s.Available(), Currency: Currency}
 		return nil

@@ -34,21 +34,42 @@
       .then(function (r) { return r.ok ? r.text() : ""; });
   }
 
-  // Each action: the dialog's title, its fields, and the call it makes.
+  // Each action: the dialog's title, its fields, and the call it makes;
+  // tx marks the actions that move a transaction, where a 409
+  // invalid_transition means another operator moved it first.
   var actions = {
-    approve: { title: "confirmApprove", fields: [["amount", "amountReceived", "number", true]],
+    approve: { title: "confirmApprove", tx: true, fields: [["amount", "amountReceived", "number", true]],
       call: function (id, v) { return api("deposits/" + id + "/approve", { amount: +v.amount }); } },
-    reject: { title: "confirmReject", fields: [["reason", "reason", "text", true]],
+    reject: { title: "confirmReject", tx: true, fields: [["reason", "reason", "text", true]],
       call: function (id, v, b) { return api((b.dataset.kind === "deposit" ? "deposits/" : "withdrawals/") + id + "/reject", { reason: v.reason }); } },
-    take: { title: "confirmTake", fields: [],
+    take: { title: "confirmTake", tx: true, fields: [],
       call: function (id) { return api("withdrawals/" + id + "/process"); } },
-    pay: { title: "confirmPay", fields: [["reference", "reference", "text", false]],
+    pay: { title: "confirmPay", tx: true, fields: [["reference", "reference", "text", false]],
       call: function (id, v) { return api("withdrawals/" + id + "/pay", v.reference ? { reference: v.reference } : {}); } },
     resend: { title: "resend", fields: [],
       call: function (id) { return api("callbacks/" + id + "/resend"); } },
     adjust: { title: "adjust", fields: [["amount", "adjustAmount", "number", true], ["reason", "reason", "text", true]],
       call: function (id, v) { return api("sites/" + id + "/adjustments", { amount: +v.amount, reason: v.reason }); } }
   };
+
+  // showIds writes ids into el, each isolated: a processId is the
+  // merchant's text and may hold right-to-left overrides.
+  function showIds(el, ids) {
+    el.textContent = "";
+    ids.filter(Boolean).forEach(function (v, i) {
+      if (i) el.appendChild(document.createTextNode(" · "));
+      var b = document.createElement("bdi");
+      b.textContent = v;
+      el.appendChild(b);
+    });
+  }
+
+  // isRace: the answer is another operator's move of the transaction
+  // first. Every other 409 (an adjustment below the negative limit, a
+  // resend for a site without callbackUrl) is said as the API says it.
+  function isRace(a, res) {
+    return a.tx && res.status === 409 && res.code === "invalid_transition";
+  }
 
   var dialog = document.getElementById("dialog");
   var open = null;
@@ -57,7 +78,7 @@
     var id = button.dataset.id;
     document.getElementById("dialog-title").textContent = t(a.title);
     var row = button.closest("tr");
-    document.getElementById("dialog-text").textContent = id + (row && row.dataset.processId ? " · " + row.dataset.processId : "");
+    showIds(document.getElementById("dialog-text"), [id, row && row.dataset.processId]);
     var box = document.getElementById("dialog-fields");
     box.textContent = "";
     a.fields.forEach(function (f) {
@@ -86,7 +107,7 @@
       if (res.status === 200) {
         var d = res.data || {};
         say(t("done") + ": " + o.id + (d.status ? " · " + t("status." + d.status) : "") + (d.amount ? " · " + group(d.amount) + " " + t("iqd") : ""));
-      } else if (res.status === 409) {
+      } else if (isRace(o.a, res)) {
         whoWon(o.id).then(function (who) { say(t("conflict") + ": " + (who || res.message), true); });
       } else {
         say(res.message || t("error"), true);
