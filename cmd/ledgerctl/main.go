@@ -267,7 +267,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	site := fs.String("site", "", "audit only this site id (default: every site, the catalog and every other ledger subject)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON document")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
-	workers := fs.Int("workers", 0, "goroutines replaying sites in parallel (default: GOMAXPROCS)")
+	workers := fs.Int("workers", 0, "goroutines replaying sites in parallel, at most 1024 (default: GOMAXPROCS)")
 	gwURL := fs.String("gateway", "", "also compare each site's treasury with this running gateway's operator API (needs --token)")
 	token := fs.String("token", "", "operator bearer token for --gateway")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the audit to this file (go tool pprof)")
@@ -280,8 +280,8 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if (*gwURL == "") != (*token == "") {
 		return usageErr(stderr, fs, errors.New("--gateway and --token go together"))
 	}
-	if *workers < 0 {
-		return usageErr(stderr, fs, errors.New("--workers must not be negative"))
+	if *workers < 0 || *workers > maxWorkers {
+		return usageErr(stderr, fs, fmt.Errorf("--workers must be 0 (GOMAXPROCS) to %d", maxWorkers))
 	}
 	if err := checkSite(*site, false); err != nil {
 		return usageErr(stderr, fs, err)
@@ -384,6 +384,14 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
+// Bounds of the flags that size memory: a value past them is a typo, and
+// would otherwise end in the runtime's out-of-memory crash.
+const (
+	maxWorkers   = 1024
+	maxGenEvents = 100_000_000
+	maxGenBatch  = 10_000
+)
+
 func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("generate", stderr)
 	data := fs.String("data", "", "a new data directory to write the history into (required; must hold no ledger yet)")
@@ -401,7 +409,15 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return usageErr(stderr, fs, errors.New("--data is required"))
 	case *n <= 0 || *sites <= 0 || *batch <= 0:
 		return usageErr(stderr, fs, errors.New("--events, --sites and --batch must be positive"))
-	case *snapAt < 0 || *snapAt > 1:
+	case *n > maxGenEvents:
+		return usageErr(stderr, fs, fmt.Errorf("--events must be at most %d", maxGenEvents))
+	case *sites > *n:
+		// Every site's history starts with its creation: more sites
+		// than events would hold memory for sites never written.
+		return usageErr(stderr, fs, errors.New("--sites must not exceed --events"))
+	case *batch > maxGenBatch:
+		return usageErr(stderr, fs, fmt.Errorf("--batch must be at most %d (a message holds at most 8 MiB)", maxGenBatch))
+	case !(*snapAt >= 0 && *snapAt <= 1): // NaN too
 		return usageErr(stderr, fs, errors.New("--snapshot-at must be between 0 and 1"))
 	}
 	if hasLedger(*data) == nil {

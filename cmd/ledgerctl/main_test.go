@@ -63,6 +63,11 @@ func TestRun_usageErrors(t *testing.T) {
 		{"generate without data", []string{"generate"}},
 		{"generate no events", []string{"generate", "--data", dir, "--events", "0"}},
 		{"generate bad snapshot fraction", []string{"generate", "--data", dir, "--snapshot-at", "2"}},
+		{"generate snapshot fraction NaN", []string{"generate", "--data", dir, "--snapshot-at", "NaN"}},
+		{"generate more sites than events", []string{"generate", "--data", dir, "--events", "100", "--sites", "100000000"}},
+		{"generate too many events", []string{"generate", "--data", dir, "--events", "1000000000"}},
+		{"generate too large a batch", []string{"generate", "--data", dir, "--batch", "300000"}},
+		{"audit too many workers", []string{"audit", "--data", dir, "--workers", "100000000"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
