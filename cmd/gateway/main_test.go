@@ -908,6 +908,31 @@ func TestGateway_lostHistoryStops(t *testing.T) {
 	assert.Contains(t, out.String(), "ends at sequence 0, but 7 was on disk")
 }
 
+// TestGateway_unusableDataFileStops: a file of the data directory the
+// store cannot use (the durable mark a directory) stops the gateway with
+// a clear error instead of a retry loop: waiting does not mend it.
+func TestGateway_unusableDataFileStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts gateway subprocesses")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "durable-LEDGER"), 0o700))
+	cmd, out := spawn(t, "--data", dir, "--http", freeAddr(t))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(testkit.WaitFor):
+		t.Fatalf("the gateway is still running, retrying what waiting cannot mend; log:\n%s", out.String())
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "log:\n%s", out.String())
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, out.String(), "durable mark")
+	assert.NotContains(t, out.String(), "waiting for the event store")
+}
+
 func TestParseByteSize(t *testing.T) {
 	cases := []struct {
 		in      string

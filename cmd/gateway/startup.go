@@ -63,8 +63,9 @@ func waitFor(ctx context.Context, log *slog.Logger, what string, limit time.Dura
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
-		if errors.Is(err, jsstore.ErrHistoryLost) {
-			// Waiting does not bring lost messages back.
+		if errors.Is(err, jsstore.ErrHistoryLost) || errors.Is(err, jsstore.ErrDataDir) {
+			// Waiting does not bring lost messages back, nor mend a
+			// file of the data directory.
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		log.Warn("waiting for the event store", "for", what, "attempt", attempt, "retryIn", pause, "err", err)

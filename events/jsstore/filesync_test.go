@@ -591,6 +591,6 @@ func TestFileSync_unopenableMarkFailsTheOpen(t *testing.T) {
 	srv := testkit.StartServer(t, jsstore.ServerConfig{})
 	require.NoError(t, os.Mkdir(filepath.Join(srv.Dir(), "durable-"+events.StreamName), 0o700))
 	_, err := jsstore.Open(context.Background(), srv.Conn("open"), jsstore.Options{Files: srv.Dir(), SyncFiles: true})
-	require.Error(t, err)
+	require.ErrorIs(t, err, jsstore.ErrDataDir)
 	assert.Contains(t, err.Error(), "durable mark")
 }

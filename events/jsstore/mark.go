@@ -25,6 +25,10 @@ import (
 // directory is restored from a backup. It is events.ErrHistoryLost.
 var ErrHistoryLost = events.ErrHistoryLost
 
+// ErrDataDir is a file of the data directory that the store cannot use
+// (the durable mark unreadable, or not a file): waiting does not mend it.
+var ErrDataDir = errors.New("a file of the data directory cannot be used")
+
 // markLen is the mark's fixed size: 20 digits and a newline, rewritten in
 // place.
 const markLen = 21
@@ -39,7 +43,7 @@ func markPath(dir, stream string) string {
 func openMark(dir, stream string) (*os.File, uint64, error) {
 	f, err := os.OpenFile(markPath(dir, stream), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, 0, fmt.Errorf("durable mark: %w", err)
+		return nil, 0, fmt.Errorf("%w: durable mark: %w", ErrDataDir, err)
 	}
 	b := make([]byte, markLen)
 	n, _ := f.ReadAt(b, 0) // short (new, or torn) is told by n
