@@ -30,11 +30,11 @@ func OpenExisting(ctx context.Context, nc *nats.Conn, o Options) (*Store, error)
 		}
 		return nil, fmt.Errorf("stream %s: %w", o.Stream, mapErr(err))
 	}
+	// Snapshots are derived: a ledger whose bucket is gone reads as one
+	// without snapshots (none listed, none found), and the audit replays
+	// it whole.
 	snaps, err := js.ObjectStore(ctx, snapshotBucket)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			return nil, fmt.Errorf("snapshot bucket %s: %w", snapshotBucket, events.ErrNotFound)
-		}
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("snapshot bucket %s: %w", snapshotBucket, mapErr(err))
 	}
 	return &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream}, nil

@@ -29,6 +29,9 @@ const maxSnapshotBytes = 4 << 30
 // for a while, so the bytes written are memory too (BENCHMARKS.md "A
 // million transactions over 1,000 sites").
 func (s *Store) SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error {
+	if s.snaps == nil {
+		return fmt.Errorf("save snapshot %s: %w: opened without a snapshot bucket", name, events.ErrUnavailable)
+	}
 	meta := map[string]string{"seq": strconv.FormatUint(seq, 10)}
 	if len(data) > 0 {
 		data = s2.Encode(nil, data)
@@ -52,6 +55,9 @@ const (
 // events.ErrNotFound when there is none, events.ErrCorrupt when it cannot
 // be decoded (the caller rebuilds the state from the stream instead).
 func (s *Store) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	if s.snaps == nil {
+		return 0, nil, fmt.Errorf("snapshot %s: %w (no snapshot bucket)", name, events.ErrNotFound)
+	}
 	r, err := s.snaps.Get(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return 0, nil, fmt.Errorf("snapshot %s: %w", name, events.ErrNotFound)
@@ -110,6 +116,9 @@ func decodeSnapshot(enc string, data []byte) ([]byte, error) {
 
 // ListSnapshots returns the names of all stored snapshots.
 func (s *Store) ListSnapshots(ctx context.Context) ([]string, error) {
+	if s.snaps == nil {
+		return nil, nil
+	}
 	infos, err := s.snaps.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -244,4 +245,31 @@ func TestStore_snapshotEncoding(t *testing.T) {
 func s2Prefix(data []byte) []byte {
 	enc := s2.Encode(nil, data)
 	return enc[:len(enc)/2]
+}
+
+// TestOpenExisting_withoutSnapshotBucket: snapshots are derived, so a
+// read-only opener (ledgerctl) reads a ledger whose bucket is gone as one
+// without snapshots, rather than refusing it.
+func TestOpenExisting_withoutSnapshotBucket(t *testing.T) {
+	ctx := context.Background()
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	st := testkit.OpenStore(t, srv.Conn("gateway"), jsstore.Options{})
+	seq, err := st.Append(ctx, "ledger.site.s1", 0, []byte("one"))
+	require.NoError(t, err)
+	require.NoError(t, st.SaveSnapshot(ctx, "site-s1", seq, []byte("state")))
+	js, err := jetstream.New(srv.Conn("admin"))
+	require.NoError(t, err)
+	require.NoError(t, js.DeleteObjectStore(ctx, "LEDGER_SNAPSHOTS"))
+
+	ro, err := jsstore.OpenExisting(ctx, srv.Conn("reader"), jsstore.Options{})
+	require.NoError(t, err)
+	names, err := ro.ListSnapshots(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, names)
+	_, _, err = ro.LoadSnapshot(ctx, "site-s1")
+	require.ErrorIs(t, err, events.ErrNotFound)
+	last, err := ro.LastSeq(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, seq, last)
+	require.ErrorIs(t, ro.SaveSnapshot(ctx, "site-s1", seq, []byte("x")), events.ErrUnavailable)
 }
