@@ -163,6 +163,16 @@ func holding(t testing.TB, code, n int) *cbReceiver {
 
 func (r *cbReceiver) url() string { return r.srv.URL + "/cb" }
 
+// waitHeld waits until the request a holding receiver holds has come.
+func (r *cbReceiver) waitHeld(t testing.TB) {
+	t.Helper()
+	select {
+	case <-r.held:
+	case <-time.After(testkit.WaitFor):
+		t.Fatalf("attempt %d never came", r.holdAt)
+	}
+}
+
 // calls returns the requests for transaction tx, in arrival order.
 func (r *cbReceiver) calls(tx string) []cbCall {
 	r.mu.Lock()
@@ -742,11 +752,7 @@ func TestCallbacks_resendDuringAttempt(t *testing.T) {
 			st := s.callbackSite(t, rcv.url())
 			testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
 			tx := s.approvedDeposit(t, st)
-			select {
-			case <-rcv.held:
-			case <-time.After(testkit.WaitFor):
-				t.Fatalf("attempt %d never came", c.held)
-			}
+			rcv.waitHeld(t)
 			id := rcv.calls(tx)[0].ID
 			op := s.newOperator(t, "Omar Operator", "operator")
 			r := s.opsAs(t, op.Token, "POST", "/ops/v1/callbacks/"+id+"/resend", nil)
@@ -779,11 +785,7 @@ func TestCallbackRetry_hashAfterRotation(t *testing.T) {
 	st := s.callbackSite(t, rcv.url())
 	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
 	tx := s.approvedDeposit(t, st)
-	select {
-	case <-rcv.held:
-	case <-time.After(testkit.WaitFor):
-		t.Fatal("the first attempt never came")
-	}
+	rcv.waitHeld(t)
 	var rotated struct {
 		Secret string `json:"secret"`
 	}

@@ -512,16 +512,8 @@ func TestCluster_callbacksAcrossGateways(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster and gateway subprocesses")
 	}
-	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
-	c.WaitReady()
-	gateway := func() (*exec.Cmd, string) {
-		addr := freeAddr(t)
-		cmd, _ := startWith(t, addr, "--nats", c.URLs(), "--replicas", "3",
-			"--callback-allow-private", "--callback-lease-ttl", "2s")
-		return cmd, "http://" + addr
-	}
-	cmdA, a := gateway()
-	cmdB, b := gateway()
+	cmds, bases := callbackGateways(t)
+	a, b := bases[0], bases[1]
 	rcv := newHookReceiver(t)
 	txs := siteWithHooks(t, a, rcv, 3)
 	for _, tx := range txs {
@@ -553,20 +545,10 @@ func TestCluster_callbacksAcrossGateways(t *testing.T) {
 	resend(b, items[0])
 	resend(a, items[1])
 
-	// The gateway holding the lease says so in gateway_callbacks_active.
-	var active, other string
-	var activeCmd *exec.Cmd
-	testkit.Eventually(t, testkit.WaitFor, func() bool {
-		switch {
-		case value(scrape(t, a+"/metrics"), "gateway_callbacks_active") == 1:
-			active, other, activeCmd = a, b, cmdA
-		case value(scrape(t, b+"/metrics"), "gateway_callbacks_active") == 1:
-			active, other, activeCmd = b, a, cmdB
-		}
-		return active != ""
-	}, "one gateway delivers")
-	require.NoError(t, activeCmd.Process.Kill())
-	_ = activeCmd.Wait()
+	i := delivering(t, bases)
+	active, other := bases[i], bases[1-i]
+	require.NoError(t, cmds[i].Process.Kill())
+	_ = cmds[i].Wait()
 	resend(other, items[2])
 	testkit.Eventually(t, testkit.WaitFor, func() bool {
 		return value(scrape(t, other+"/metrics"), "gateway_callbacks_active") == 1
@@ -584,33 +566,15 @@ func TestCluster_gracefulStopHandsCallbacksOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster and gateway subprocesses")
 	}
-	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
-	c.WaitReady()
-	gateway := func() (*exec.Cmd, string) {
-		addr := freeAddr(t)
-		cmd, _ := startWith(t, addr, "--nats", c.URLs(), "--replicas", "3", "--callback-allow-private",
-			"--callback-lease-ttl", "2s", "--callback-ack-wait", "10m", "--callback-retry", "5s,5s")
-		return cmd, "http://" + addr
-	}
-	cmdA, a := gateway()
-	cmdB, b := gateway()
+	cmds, bases := callbackGateways(t, "--callback-ack-wait", "10m", "--callback-retry", "5s,5s")
 	rcv := newHookReceiver(t)
 	rcv.refuse.Store(true)
-	txs := siteWithHooks(t, a, rcv, 1)
+	txs := siteWithHooks(t, bases[0], rcv, 1)
 	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) >= 1 }, "the first attempt, refused")
 
-	var activeCmd *exec.Cmd
-	testkit.Eventually(t, testkit.WaitFor, func() bool {
-		switch {
-		case value(scrape(t, a+"/metrics"), "gateway_callbacks_active") == 1:
-			activeCmd = cmdA
-		case value(scrape(t, b+"/metrics"), "gateway_callbacks_active") == 1:
-			activeCmd = cmdB
-		}
-		return activeCmd != nil
-	}, "one gateway delivers")
-	require.NoError(t, activeCmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, activeCmd.Wait(), "the delivering gateway did not stop cleanly")
+	active := cmds[delivering(t, bases)]
+	require.NoError(t, active.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, active.Wait(), "the delivering gateway did not stop cleanly")
 	rcv.refuse.Store(false)
 	before := rcv.hooks()
 	require.Len(t, before, 1, "one attempt before the stop")
@@ -621,4 +585,37 @@ func TestCluster_gracefulStopHandsCallbacksOver(t *testing.T) {
 	assert.Equal(t, before[0].id, got.id, "the same callback")
 	assert.Equal(t, txs[0], got.tx)
 	assert.True(t, got.valid)
+}
+
+// callbackGateways starts a replicated cluster and two gateways on it,
+// each able to deliver callbacks (one at a time: the lease, of 2 s), with
+// the extra flags.
+func callbackGateways(t *testing.T, extra ...string) (cmds [2]*exec.Cmd, bases [2]string) {
+	t.Helper()
+	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
+	c.WaitReady()
+	for i := range cmds {
+		addr := freeAddr(t)
+		cmds[i], _ = startWith(t, addr, append([]string{"--nats", c.URLs(), "--replicas", "3",
+			"--callback-allow-private", "--callback-lease-ttl", "2s"}, extra...)...)
+		bases[i] = "http://" + addr
+	}
+	return cmds, bases
+}
+
+// delivering waits until one of the gateways at bases holds the callbacks
+// lease, which it says in gateway_callbacks_active, and returns its index.
+func delivering(t *testing.T, bases [2]string) int {
+	t.Helper()
+	i := -1
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		for k, base := range bases {
+			if value(scrape(t, base+"/metrics"), "gateway_callbacks_active") == 1 {
+				i = k
+				return true
+			}
+		}
+		return false
+	}, "one gateway delivers")
+	return i
 }
