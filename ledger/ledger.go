@@ -55,6 +55,12 @@ type Config struct {
 	// a few blocks of memory instead of the whole state again. Close is
 	// never paced.
 	SnapshotPace int64
+	// SnapshotLoadLimit bounds the load of one snapshot at start-up
+	// (default 15 s). A snapshot the store holds only in part (a damaged
+	// chunk) is never answered, only waited for: past the bound, while
+	// the store answers otherwise, it is taken for unreadable and the
+	// ledger replays instead, as for one that cannot be decoded.
+	SnapshotLoadLimit time.Duration
 	// Now is the clock (tests move it).
 	Now func() time.Time
 	// Logger receives operational logs.
@@ -217,6 +223,9 @@ func New(store Store, cfg Config) *Ledger {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.SnapshotLoadLimit <= 0 {
+		cfg.SnapshotLoadLimit = 15 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

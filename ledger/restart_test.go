@@ -414,6 +414,39 @@ func TestLedger_restart_snapshotsBeyondTheStream(t *testing.T) {
 	})
 }
 
+// stuckSnapshots is a store whose site snapshots are waited for and never
+// come, as a snapshot whose chunk the store lost (it waits for the chunk
+// until the caller gives up); everything else answers.
+type stuckSnapshots struct{ ledger.Store }
+
+func (s stuckSnapshots) LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	if strings.HasPrefix(name, "site-") {
+		<-ctx.Done()
+		return 0, nil, fmt.Errorf("load snapshot %s: %w: %v", name, events.ErrUnavailable, ctx.Err())
+	}
+	return s.Store.LoadSnapshot(ctx, name)
+}
+
+// A snapshot that never comes while the store answers otherwise is taken
+// for unreadable: the ledger replays instead and starts with the same
+// state, rather than waiting for it at every attempt for ever.
+func TestLedger_restart_snapshotNeverComes(t *testing.T) {
+	onEachStore(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		clk := newClock(epoch)
+		l1 := e.ledger(e.store("first"), ledger.Config{Now: clk.Now})
+		setup(t, l1, 0, 200_000)
+		workload(t, l1, clk, "r1")
+		want := view(t, l1, siteID)
+		require.NoError(t, l1.Close(ctx))
+
+		l2 := e.ledger(stuckSnapshots{e.store("second")}, ledger.Config{Now: clk.Now, SnapshotLoadLimit: 100 * time.Millisecond})
+		assert.Equal(t, want, view(t, l2, siteID))
+		assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
+		assert.Contains(t, e.log.String(), "not read within 100ms while the store answers")
+	})
+}
+
 // A paced background round writes one site's snapshot, then waits for the
 // pace; Close does not wait for it, and leaves every site snapshotted at
 // its latest message.

@@ -27,8 +27,12 @@ const (
 // newest is the latest sequence the checkpoint or a loaded snapshot was
 // saved at: the stream held it then.
 func (l *Ledger) loadSnapshots(ctx context.Context) (from, newest uint64, err error) {
-	cp, _, err := l.store.LoadSnapshot(ctx, snapCheckpoint)
+	cp, _, err := l.loadSnapshot(ctx, snapCheckpoint)
 	if errors.Is(err, events.ErrNotFound) {
+		return 1, 0, nil
+	}
+	if errors.Is(err, events.ErrCorrupt) {
+		l.log.Warn("ignoring unreadable checkpoint; replaying the ledger from the start", "err", err)
 		return 1, 0, nil
 	}
 	if err != nil {
@@ -53,7 +57,7 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (from, newest uint64, err er
 			l.log.Error("ignoring a snapshot whose name is not a site id", "name", n, "err", err)
 			continue
 		}
-		_, data, err := l.store.LoadSnapshot(ctx, n)
+		_, data, err := l.loadSnapshot(ctx, n)
 		if err != nil && !errors.Is(err, events.ErrCorrupt) {
 			return 0, 0, err
 		}
@@ -87,6 +91,23 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (from, newest uint64, err er
 		newest = max(newest, pos.Seq)
 	}
 	return from, newest, nil
+}
+
+// loadSnapshot loads one snapshot within Config.SnapshotLoadLimit. One
+// not loaded in time while the store answers another read at once is
+// events.ErrCorrupt (held in part, see SnapshotLoadLimit); a store that
+// does not answer either is the caller's to wait for.
+func (l *Ledger) loadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
+	lctx, cancel := context.WithTimeout(ctx, l.cfg.SnapshotLoadLimit)
+	defer cancel()
+	seq, data, err := l.store.LoadSnapshot(lctx, name)
+	if err == nil || ctx.Err() != nil || lctx.Err() == nil {
+		return seq, data, err
+	}
+	if _, lerr := l.store.LastSeq(ctx); lerr != nil {
+		return seq, data, err
+	}
+	return 0, nil, fmt.Errorf("snapshot %s: %w: not read within %s while the store answers: %v", name, events.ErrCorrupt, l.cfg.SnapshotLoadLimit, err)
 }
 
 // Snapshot writes every site that changed since its last snapshot, then a
