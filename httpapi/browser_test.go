@@ -235,6 +235,7 @@ func TestConsole_browser(t *testing.T) {
 		waitFor(t, customer, `document.getElementById("state").textContent === "Your deposit was received and approved."`, "the hosted page's new status")
 		require.Equal(t, "yes", eval[string](t, customer, `window.loadedOnce`), "the page did not reload")
 		require.Equal(t, 0, eval[int](t, customer, `document.querySelectorAll("#number").length`), "no more transfer details")
+		require.Equal(t, "24,000 IQD", text(t, customer, "#amount"), "the amount received, without a reload")
 		shot(t, customer, "hosted-approved-en")
 	})
 
