@@ -76,3 +76,22 @@ func TestLockDir_errors(t *testing.T) {
 	_, err = jsstore.LockDir(filepath.Join(file, "data"))
 	require.Error(t, err)
 }
+
+// A data directory that cannot be made says which one it was to be: an
+// empty path, a file, a link to nothing.
+func TestLockDir_unusableDirectory(t *testing.T) {
+	base := t.TempDir()
+	file := filepath.Join(base, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	broken := filepath.Join(base, "broken")
+	require.NoError(t, os.Symlink(filepath.Join(base, "nowhere", "deeper"), broken))
+	for _, c := range []struct{ dir, want string }{
+		{"", "the data directory is an empty path"},
+		{file, `data directory "` + file + `" cannot be made or used`},
+		{broken, `data directory "` + broken + `" cannot be made or used`},
+	} {
+		_, err := jsstore.LockDir(c.dir)
+		require.Error(t, err, "%q", c.dir)
+		assert.Contains(t, err.Error(), c.want)
+	}
+}

@@ -20,7 +20,7 @@ const lockName = ".gateway.lock"
 // open file), and writes the process id into the lock file for whoever
 // finds it taken.
 func LockDir(dir string) (release func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := makeDataDir(dir); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, lockName)
