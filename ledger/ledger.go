@@ -61,6 +61,13 @@ type Config struct {
 	// the store answers otherwise, it is taken for unreadable and the
 	// ledger replays instead, as for one that cannot be decoded.
 	SnapshotLoadLimit time.Duration
+	// TailMayBeLost says the store does not put every acknowledged
+	// message on disk before answering (the embedded server's --sync
+	// interval): a stream that ends before its snapshots lost its last
+	// moments to a machine crash, that mode's documented loss. The
+	// snapshots beyond its end are then dropped and the state replayed
+	// from the stream, where otherwise the start is refused.
+	TailMayBeLost bool
 	// Now is the clock (tests move it).
 	Now func() time.Time
 	// Logger receives operational logs.
@@ -266,8 +273,14 @@ func (l *Ledger) Start(ctx context.Context) error {
 		// The stream only grows: snapshots saved from messages it no
 		// longer has mean those messages were lost, and serving the
 		// snapshots would show money no message supports.
-		return fmt.Errorf("start ledger: %w: snapshots were saved at sequence %d, but the stream ends at %d (messages %d to %d are gone); restore the data directory from a backup",
-			events.ErrHistoryLost, newest, last, last+1, newest)
+		if !l.cfg.TailMayBeLost {
+			return fmt.Errorf("start ledger: %w: snapshots were saved at sequence %d, but the stream ends at %d (messages %d to %d are gone); restore the data directory from a backup",
+				events.ErrHistoryLost, newest, last, last+1, newest)
+		}
+		l.log.Warn("the stream ends before its snapshots: its last moments were lost to a machine crash (--sync interval); replaying it from the start",
+			"snapshotsAt", newest, "streamEnd", last)
+		l.dropStates()
+		from = 1
 	}
 	l.target.Store(last)
 	if from > 0 {

@@ -70,9 +70,7 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (from, newest uint64, err er
 			// A snapshot this build cannot read is only an optimisation
 			// lost: replay everything instead.
 			l.log.Warn("ignoring unreadable snapshot; replaying the ledger from the start", "name", n, "err", err)
-			l.mu.Lock()
-			l.sites, l.byAppKey = map[ids.SiteID]*entry{}, map[string]*entry{}
-			l.mu.Unlock()
+			l.dropStates()
 			return 1, newest, nil
 		}
 		e, err := l.entry(id, true)
@@ -91,6 +89,14 @@ func (l *Ledger) loadSnapshots(ctx context.Context) (from, newest uint64, err er
 		newest = max(newest, pos.Seq)
 	}
 	return from, newest, nil
+}
+
+// dropStates forgets the site states loaded from snapshots, for a start
+// that replays the stream from its first message instead.
+func (l *Ledger) dropStates() {
+	l.mu.Lock()
+	l.sites, l.byAppKey = map[ids.SiteID]*entry{}, map[string]*entry{}
+	l.mu.Unlock()
 }
 
 // loadSnapshot loads one snapshot within Config.SnapshotLoadLimit. One

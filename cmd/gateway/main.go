@@ -318,7 +318,8 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 
 	setWaiting("waiting for the ledger stream")
 	m := metrics.New()
-	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, batchMin: o.batchMin, files: embeddedDir(o), syncFiles: storeSyncs(o), snapshotEvery: time.Minute,
+	ls, err := openLedger(ctx, nc, ledgerOptions{create: true, replicas: o.replicas, batchMin: o.batchMin, files: embeddedDir(o), syncFiles: storeSyncs(o),
+		tailMayBeLost: o.nats == "" && o.sync == "interval", snapshotEvery: time.Minute,
 		publicURL: publicURL, metrics: m}, log)
 	if err != nil {
 		return err

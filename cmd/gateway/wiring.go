@@ -65,6 +65,10 @@ type ledgerOptions struct {
 	// syncFiles is jsstore.Options.SyncFiles: the gateway fsyncs the
 	// embedded server's block files (see storeSyncs).
 	syncFiles bool
+	// tailMayBeLost is jsstore.Options.TailMayBeLost and
+	// ledger.Config.TailMayBeLost: the embedded server with --sync
+	// interval, which a machine crash may take the last moments from.
+	tailMayBeLost bool
 	// snapshotEvery is how often the ledger snapshots changed sites (0:
 	// only when it closes).
 	snapshotEvery time.Duration
@@ -111,7 +115,8 @@ func openLedger(ctx context.Context, nc *nats.Conn, o ledgerOptions, log *slog.L
 	var led *ledger.Ledger
 	// Loading the snapshots of many sites takes longer than a create.
 	err = waitFor(ctx, log, "load the ledger", startLimit, func(actx context.Context) error {
-		led = ledger.New(store, ledger.Config{SnapshotEvery: o.snapshotEvery, SnapshotPace: snapshotPace, Logger: log, Metrics: o.metrics})
+		led = ledger.New(store, ledger.Config{SnapshotEvery: o.snapshotEvery, SnapshotPace: snapshotPace, TailMayBeLost: o.tailMayBeLost,
+			Logger: log, Metrics: o.metrics})
 		if err := led.Start(actx); err != nil {
 			return fmt.Errorf("start ledger: %w", err)
 		}
@@ -194,7 +199,8 @@ const startLimit = 2 * time.Minute
 // rewrite the configuration, e.g. scale a replicated stream down).
 func openStore(ctx context.Context, nc *nats.Conn, o ledgerOptions) (*jsstore.Store, error) {
 	if o.create {
-		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas, BatchMin: o.batchMin, Files: o.files, SyncFiles: o.syncFiles})
+		return jsstore.Open(ctx, nc, jsstore.Options{Replicas: o.replicas, BatchMin: o.batchMin, Files: o.files, SyncFiles: o.syncFiles,
+			TailMayBeLost: o.tailMayBeLost})
 	}
 	return jsstore.OpenExisting(ctx, nc, jsstore.Options{})
 }

@@ -48,6 +48,13 @@ type Options struct {
 	// hands out no message that is not on disk yet (see filesync.go). Only
 	// for a server this process alone writes to, with one replica.
 	SyncFiles bool
+	// TailMayBeLost says the server does not put every acknowledged
+	// message on disk before answering (the embedded server's --sync
+	// interval): after a machine crash its stream may end early, or miss
+	// messages of its last moments, which is that mode's documented loss
+	// and not damage. The open then does not refuse a stream missing
+	// messages before its last (checkWhole).
+	TailMayBeLost bool
 }
 
 // Store is the ledger's JetStream event store.
@@ -124,8 +131,10 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create snapshot bucket: %w", mapErr(err))
 	}
-	if err := checkWhole(o.Stream, st.CachedInfo().State); err != nil {
-		return nil, err
+	if !o.TailMayBeLost {
+		if err := checkWhole(o.Stream, st.CachedInfo().State); err != nil {
+			return nil, err
+		}
 	}
 	s := &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream}
 	// A server that does not know atomic batches leaves the option out of
