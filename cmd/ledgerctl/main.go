@@ -365,8 +365,18 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer closeStore()
 	enc := json.NewEncoder(stdout)
-	n := 0
+	n, breaks := 0, 0
+	prevHash := ""
 	err = audit.History(ctx, st, *site, max(*from, 1), *limit, func(e audit.Entry) error {
+		// Each event names its predecessor's hash: one that does not
+		// follow the event listed before it stands after a message that
+		// is missing or altered, which the listing would otherwise step
+		// over without a word. (The first listed has no predecessor here.)
+		if n > 0 && e.Prev != prevHash {
+			breaks++
+			fmt.Fprintf(stderr, "ledgerctl events: the hash chain breaks before #%d.%d: an event of the site before it is missing or altered (ledgerctl audit names it)\n", e.Seq, e.Index)
+		}
+		prevHash = e.Hash
 		n++
 		if *asJSON {
 			return enc.Encode(e.HistoryItem)
@@ -380,6 +390,9 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if n == 0 {
 		fmt.Fprintf(stderr, "ledgerctl events: site %s has no events from seq %d\n", *site, *from)
+	}
+	if breaks > 0 {
+		return exitMismatch
 	}
 	return exitOK
 }

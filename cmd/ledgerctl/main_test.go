@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -419,4 +420,42 @@ func TestLedgerctl_refusesARunningGatewaysData(t *testing.T) {
 	release()
 	code, _, errOut = ledgerctl(t, "audit", "--data", dir, "--quiet")
 	assert.Equal(t, 0, code, errOut)
+}
+
+// TestRun_eventsSaysWhereTheChainBreaks: a message of the site whose
+// record is damaged in its block file is dropped by the server; the
+// listing names where the site's hash chain breaks and exits 1, instead
+// of stepping over the gap without a word (and the audit fails).
+func TestRun_eventsSaysWhereTheChainBreaks(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	code, _, errOut := ledgerctl(t, "generate", "--quiet", "--data", dir, "--events", "300", "--sites", "1", "--batch", "1", "--seed", "7", "--snapshot-at", "0")
+	require.Equal(t, exitOK, code, errOut)
+	code, out, errOut := ledgerctl(t, "events", "--data", dir, "--site", "s1")
+	require.Equal(t, exitOK, code, errOut)
+	require.NotContains(t, errOut, "breaks")
+	intact := strings.Count(out, "\n")
+
+	// One byte of the 100th record's payload flipped: its checksum fails.
+	blocks, err := filepath.Glob(filepath.Join(dir, "jetstream", "*", "streams", "LEDGER", "msgs", "*.blk"))
+	require.NoError(t, err)
+	require.Len(t, blocks, 1)
+	b, err := os.ReadFile(blocks[0])
+	require.NoError(t, err)
+	subj := []byte("ledger.site.s1")
+	at := -1
+	for i, off := 0, 0; i < 100; i++ {
+		k := bytes.Index(b[off:], subj)
+		require.GreaterOrEqual(t, k, 0, "record %d", i)
+		at, off = off+k, off+k+len(subj)
+	}
+	b[at+len(subj)+40] ^= 0xff
+	require.NoError(t, os.WriteFile(blocks[0], b, 0o600))
+
+	code, out, errOut = ledgerctl(t, "events", "--data", dir, "--site", "s1")
+	assert.Equal(t, exitMismatch, code, errOut)
+	assert.Contains(t, errOut, "the hash chain breaks before #")
+	assert.Less(t, strings.Count(out, "\n"), intact)
+	code, out, _ = ledgerctl(t, "audit", "--data", dir, "--quiet")
+	assert.Equal(t, exitMismatch, code)
+	assert.Contains(t, out, "RESULT: FAIL")
 }
