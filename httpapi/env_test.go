@@ -81,6 +81,9 @@ type stackOptions struct {
 	// getFails, when set, fails that many of the next reads by sequence
 	// (Get) with events.ErrUnavailable, as a stream changing leader does.
 	getFails *atomic.Int64
+	// gone, when set, is a sequence whose reads by sequence find nothing,
+	// as of a message the server dropped from a damaged block.
+	gone *atomic.Uint64
 	// hostedRate is httpapi.Config.HostedRateLimit.
 	hostedRate int64
 	// limiterNow is httpapi.Config.Now, the rate limiters' clock.
@@ -124,12 +127,16 @@ func (g gatedStore) Follow(ctx context.Context, filter string, from uint64, fn f
 type countingStore struct {
 	*jsstore.Store
 	n, fails *atomic.Int64
+	gone     *atomic.Uint64
 }
 
 func (c countingStore) Get(ctx context.Context, seq uint64) (events.Msg, error) {
 	c.n.Add(1)
 	if c.fails.Add(-1) >= 0 {
 		return events.Msg{}, fmt.Errorf("injected: %w", events.ErrUnavailable)
+	}
+	if seq == c.gone.Load() {
+		return events.Msg{}, fmt.Errorf("get %d: %w", seq, events.ErrNotFound)
 	}
 	return c.Store.Get(ctx, seq)
 }
@@ -163,8 +170,9 @@ func (e *env) newStack(o stackOptions) *stack {
 	store := testkit.OpenStore(t, nc, jsstore.Options{})
 	log := e.log.Logger
 	var ls stackStore = store
-	if o.reads != nil || o.getFails != nil {
-		ls = countingStore{Store: store, n: cmp.Or(o.reads, new(atomic.Int64)), fails: cmp.Or(o.getFails, new(atomic.Int64))}
+	if o.reads != nil || o.getFails != nil || o.gone != nil {
+		ls = countingStore{Store: store, n: cmp.Or(o.reads, new(atomic.Int64)), fails: cmp.Or(o.getFails, new(atomic.Int64)),
+			gone: cmp.Or(o.gone, new(atomic.Uint64))}
 	}
 	if o.followGate != nil {
 		ls = gatedStore{stackStore: ls, gate: o.followGate}

@@ -86,6 +86,7 @@ var errorTable = []errorRule{
 	{callbacks.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
 	{events.ErrOutcomeUnknown, 504, "outcome_unknown", "", "the event store did not confirm whether this request was recorded; " +
 		"repeat it with the same processId (or Idempotency-Key) to get its outcome"},
+	{events.ErrHistoryLost, 503, "unavailable", "", "this transaction's stored history cannot be read: a message is missing from the event store (the operators are told); nothing was recorded"},
 	{events.ErrUnavailable, 503, "unavailable", "", msgUnavailable},
 	{ledger.ErrClosed, 503, "unavailable", "", msgUnavailable},
 	{context.DeadlineExceeded, 503, "unavailable", "", msgUnavailable},

@@ -309,6 +309,11 @@ func (r *Reader) creation(ctx context.Context, snap snapshot, own []events.Event
 		return e, nil
 	}
 	m, err := r.store.Get(ctx, snap.tx.Seq)
+	if errors.Is(err, events.ErrNotFound) {
+		// The state learned this sequence from the stream, which never
+		// deletes a message: the server dropped it (a damaged block).
+		return events.Event{}, fmt.Errorf("transaction %s: %w: its creation, message %d, is gone from the stream", snap.id, events.ErrHistoryLost, snap.tx.Seq)
+	}
 	if err != nil {
 		return events.Event{}, err
 	}
