@@ -94,7 +94,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	// Snapshots are loaded before the last sequence is read, so none is
 	// newer than the audited range (unless saved in between, which the
 	// live model reports as skipped).
-	snaps, badSnaps, err := loadSnapshots(ctx, src, o.Site)
+	snaps, badSnaps, unreadableSnaps, err := loadSnapshots(ctx, src, o.Site)
 	if err != nil {
 		return nil, err
 	}
@@ -289,6 +289,9 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	for _, n := range badSnaps {
 		snapP.addf(nil, "", "snapshot %q: its name is no site id, so no gateway loads it; only a write that went around the subject check (an id with '*', '>' or '.') can have saved it", n)
 	}
+	for _, id := range slices.Sorted(maps.Keys(unreadableSnaps)) {
+		snapP.addf(nil, "", "snapshot %s%s cannot be read (%s): a gateway replays the stream instead of loading it", SnapshotPrefix, id, unreadableSnaps[id])
+	}
 	audited := make(map[string]bool, len(rep.Sites))
 	for _, s := range rep.Sites {
 		audited[s.ID] = true
@@ -316,18 +319,23 @@ type snapshot struct {
 	data []byte
 }
 
+// snapshotLoadLimit bounds the load of one snapshot (see the ledger's
+// Config.SnapshotLoadLimit).
+const snapshotLoadLimit = 15 * time.Second
+
 // loadSnapshots loads the site snapshots (of one site when site is set),
 // several at a time: each is a round trip to the object store. Snapshots
 // named like a site's but whose id is no site id are returned by name in
-// bad, unread.
-func loadSnapshots(ctx context.Context, src Source, site string) (out map[string]snapshot, bad []string, err error) {
+// bad, unread; those that cannot be read (damaged) by site id in
+// unreadable, with why.
+func loadSnapshots(ctx context.Context, src Source, site string) (out map[string]snapshot, bad []string, unreadable map[string]string, err error) {
 	var sites []string
 	if site != "" {
 		sites = []string{site}
 	} else {
 		names, err := src.ListSnapshots(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("audit: %w", err)
+			return nil, nil, nil, fmt.Errorf("audit: %w", err)
 		}
 		for _, n := range names {
 			raw, ok := strings.CutPrefix(n, SnapshotPrefix)
@@ -341,7 +349,7 @@ func loadSnapshots(ctx context.Context, src Source, site string) (out map[string
 			sites = append(sites, raw)
 		}
 	}
-	out = make(map[string]snapshot, len(sites))
+	out, unreadable = make(map[string]snapshot, len(sites)), map[string]string{}
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, 16)
@@ -352,11 +360,24 @@ func loadSnapshots(ctx context.Context, src Source, site string) (out map[string
 		go func(id string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			seq, data, err := src.LoadSnapshot(ctx, SnapshotPrefix+id)
+			lctx, cancel := context.WithTimeout(ctx, snapshotLoadLimit)
+			seq, data, err := src.LoadSnapshot(lctx, SnapshotPrefix+id)
+			timedOut := err != nil && ctx.Err() == nil && lctx.Err() != nil
+			cancel()
+			if timedOut {
+				// A snapshot held in part (a lost chunk) is waited for,
+				// never refused: if the store answers otherwise, it is
+				// the snapshot that is damaged.
+				if _, lerr := src.LastSeq(ctx); lerr == nil {
+					err = fmt.Errorf("%w: not read within %s while the store answers", events.ErrCorrupt, snapshotLoadLimit)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case errors.Is(err, events.ErrNotFound):
+			case errors.Is(err, events.ErrCorrupt):
+				unreadable[id] = err.Error()
 			case err != nil:
 				if firstErr == nil {
 					firstErr = fmt.Errorf("audit: %w", err)
@@ -368,7 +389,7 @@ func loadSnapshots(ctx context.Context, src Source, site string) (out map[string
 	}
 	wg.Wait()
 	slices.Sort(bad)
-	return out, bad, firstErr
+	return out, bad, unreadable, firstErr
 }
 
 // batch is a run of consecutive stream messages, decoded together.
