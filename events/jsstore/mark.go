@@ -6,10 +6,12 @@ package jsstore
 // rather than served (docs/ARCHITECTURE.md "One fsync for many sites").
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,15 +90,32 @@ func checkMark(stream string, last, mark uint64) error {
 // refuses deletes and purges, so every sequence from 1 to its last holds
 // one unless the server dropped it (a damaged record, a truncated or
 // removed block file, whose index may still name the old last sequence).
-func checkWhole(stream string, st jetstream.StreamState) error {
-	if st.LastSeq == 0 {
+//
+// With the durable mark (mark > 0) a gap entirely above it is not refused:
+// messages past the mark were never answered (their fsync round had not
+// ended), and a power loss may keep a later block of them but not an
+// earlier block's tail. Nothing acknowledged was lost there; the site
+// whose chain the gap breaks is then not served, and says so.
+func checkWhole(ctx context.Context, st jetstream.Stream, stream string, mark uint64) error {
+	state := st.CachedInfo().State
+	if state.LastSeq == 0 || state.FirstSeq == 1 && state.Msgs == state.LastSeq {
 		return nil
 	}
-	if st.FirstSeq == 1 && st.Msgs == st.LastSeq {
+	first := uint64(1)
+	if state.FirstSeq <= 1 {
+		info, err := st.Info(ctx, jetstream.WithDeletedDetails(true))
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, mapErr(err))
+		}
+		if len(info.State.Deleted) > 0 {
+			first = slices.Min(info.State.Deleted)
+		}
+	}
+	if mark > 0 && first > mark {
 		return nil
 	}
-	return fmt.Errorf("%w: stream %s holds %d messages of the sequences 1 to %d (first %d): %d are gone (damaged or removed block files); restore the data directory from a backup",
-		ErrHistoryLost, stream, st.Msgs, st.LastSeq, st.FirstSeq, st.LastSeq-min(st.Msgs, st.LastSeq))
+	return fmt.Errorf("%w: stream %s holds %d messages of the sequences 1 to %d, the first missing at %d: %d are gone (damaged or removed block files); restore the data directory from a backup",
+		ErrHistoryLost, stream, state.Msgs, state.LastSeq, first, state.LastSeq-min(state.Msgs, state.LastSeq))
 }
 
 // writeMark records seq as on disk. It is written after the fsync that put

@@ -131,11 +131,6 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create snapshot bucket: %w", mapErr(err))
 	}
-	if !o.TailMayBeLost {
-		if err := checkWhole(o.Stream, st.CachedInfo().State); err != nil {
-			return nil, err
-		}
-	}
 	s := &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream}
 	// A server that does not know atomic batches leaves the option out of
 	// the configuration it answers with; it would store the staged
@@ -146,6 +141,9 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if o.Files != "" && o.Replicas == 1 && st.CachedInfo().Config.Compression == jetstream.NoCompression {
 		s.files = newBlockIndex(o.Files, o.Stream)
 	}
+	// markSeq is what the store's own fsync rounds once put on disk (0:
+	// unknown).
+	var markSeq uint64
 	if o.SyncFiles {
 		if o.Files == "" || o.Replicas != 1 {
 			return nil, fmt.Errorf("open %s: the store can fsync the block files of an embedded server with one replica only (files %q, replicas %d)", o.Stream, o.Files, o.Replicas)
@@ -160,7 +158,15 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 			mark.Close()
 			return nil, err
 		}
-		s.fsync.mark = mark
+		s.fsync.mark, markSeq = mark, seq
+	}
+	if !o.TailMayBeLost {
+		if err := checkWhole(ctx, st, o.Stream, markSeq); err != nil {
+			if s.fsync != nil {
+				s.fsync.mark.Close()
+			}
+			return nil, err
+		}
 	}
 	return s, nil
 }
