@@ -366,22 +366,42 @@ func (c corruptSnapshots) LoadSnapshot(ctx context.Context, name string) (uint64
 	return c.Store.LoadSnapshot(ctx, name)
 }
 
-// A snapshot the store cannot decode costs a replay from the start, never
-// the start-up nor a wrong state.
-func TestLedger_restart_corruptSnapshot(t *testing.T) {
-	onEachStore(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
-		clk := newClock(epoch)
-		l1 := e.ledger(e.store("first"), ledger.Config{Now: clk.Now})
-		setup(t, l1, 0, 200_000)
-		workload(t, l1, clk, "r1")
-		want := view(t, l1, siteID)
-		require.NoError(t, l1.Close(ctx))
+// snapshotted runs the workload through a first ledger and closes it,
+// which snapshots every site at its last message; it returns the site as
+// that ledger had it.
+func snapshotted(t *testing.T, e *env, clk *clock) siteView {
+	t.Helper()
+	l1 := e.ledger(e.store("first"), ledger.Config{Now: clk.Now})
+	setup(t, l1, 0, 200_000)
+	workload(t, l1, clk, "r1")
+	want := view(t, l1, siteID)
+	require.NoError(t, l1.Close(context.Background()))
+	return want
+}
 
-		l2 := e.ledger(corruptSnapshots{e.store("second")}, ledger.Config{Now: clk.Now})
-		assert.Equal(t, want, view(t, l2, siteID))
-		assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
-	})
+// A snapshot the store cannot decode, or never delivers while it answers
+// otherwise (a lost chunk is waited for, not refused), costs a replay from
+// the start, never the start-up nor a wrong state.
+func TestLedger_restart_unreadableSnapshot(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		wrap func(ledger.Store) ledger.Store
+		log  string
+	}{
+		{"corrupt", func(s ledger.Store) ledger.Store { return corruptSnapshots{s} }, "s2: corrupt input"},
+		{"never delivered", func(s ledger.Store) ledger.Store { return stuckSnapshots{s} }, "not read within 100ms while the store answers"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			onEachStore(t, func(t *testing.T, e *env) {
+				clk := newClock(epoch)
+				want := snapshotted(t, e, clk)
+				l2 := e.ledger(c.wrap(e.store("second")), ledger.Config{Now: clk.Now, SnapshotLoadLimit: 100 * time.Millisecond})
+				assert.Equal(t, want, view(t, l2, siteID))
+				assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
+				assert.Contains(t, e.log.String(), c.log)
+			})
+		})
+	}
 }
 
 // shortStream is a store whose stream ends k messages early: they were
@@ -403,11 +423,7 @@ func TestLedger_restart_snapshotsBeyondTheStream(t *testing.T) {
 	onEachStore(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		clk := newClock(epoch)
-		l1 := e.ledger(e.store("first"), ledger.Config{Now: clk.Now})
-		setup(t, l1, 0, 200_000)
-		workload(t, l1, clk, "r1")
-		want := view(t, l1, siteID)
-		require.NoError(t, l1.Close(ctx)) // snapshots every site at its last message
+		want := snapshotted(t, e, clk)
 
 		l2 := ledger.New(shortStream{Store: e.store("second"), k: 2}, ledger.Config{Now: clk.Now, Logger: e.log.Logger})
 		err := l2.Start(ctx)
@@ -437,26 +453,6 @@ func (s stuckSnapshots) LoadSnapshot(ctx context.Context, name string) (uint64, 
 		return 0, nil, fmt.Errorf("load snapshot %s: %w: %v", name, events.ErrUnavailable, ctx.Err())
 	}
 	return s.Store.LoadSnapshot(ctx, name)
-}
-
-// A snapshot that never comes while the store answers otherwise is taken
-// for unreadable: the ledger replays instead and starts with the same
-// state, rather than waiting for it at every attempt for ever.
-func TestLedger_restart_snapshotNeverComes(t *testing.T) {
-	onEachStore(t, func(t *testing.T, e *env) {
-		ctx := context.Background()
-		clk := newClock(epoch)
-		l1 := e.ledger(e.store("first"), ledger.Config{Now: clk.Now})
-		setup(t, l1, 0, 200_000)
-		workload(t, l1, clk, "r1")
-		want := view(t, l1, siteID)
-		require.NoError(t, l1.Close(ctx))
-
-		l2 := e.ledger(stuckSnapshots{e.store("second")}, ledger.Config{Now: clk.Now, SnapshotLoadLimit: 100 * time.Millisecond})
-		assert.Equal(t, want, view(t, l2, siteID))
-		assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
-		assert.Contains(t, e.log.String(), "not read within 100ms while the store answers")
-	})
 }
 
 // A paced background round writes one site's snapshot, then waits for the
