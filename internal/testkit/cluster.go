@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"strings"
@@ -95,19 +96,32 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	return c
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
+// freePorts returns n distinct loopback ports that were free a moment ago,
+// below the kernel's ephemeral range (32768 and up on Linux). A node may
+// start seconds after its ports are chosen, and meanwhile every outgoing
+// connection on the machine (other tests' gateways and clients, a cluster
+// retrying its routes) takes a source port from the ephemeral range, as
+// a listener on port 0 does: one of them taking a node's port kept that
+// node from ever starting.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
+	const lo, hi = 20000, 32000
 	var ports []int
 	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for tries := 0; len(ports) < n; tries++ {
+		require.Less(t, tries, 1000, "no free port between %d and %d", lo, hi)
+		port := lo + rand.IntN(hi-lo)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken (or held by this very loop)
+		}
 		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+		ports = append(ports, port)
 	}
 	return ports
 }
