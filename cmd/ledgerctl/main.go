@@ -37,6 +37,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -483,11 +484,18 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitError
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "generated %d events in %d messages over %d sites (stream seq 1..%d) in %s (%.0f events/s)\n",
+	var b strings.Builder
+	fmt.Fprintf(&b, "generated %d events in %d messages over %d sites (stream seq 1..%d) in %s (%.0f events/s)\n",
 		res.Events, res.Messages, len(res.Sites), res.LastSeq, el.Round(time.Millisecond), float64(res.Events)/el.Seconds())
 	if *snapAt > 0 {
-		fmt.Fprintf(stdout, "snapshots of every site taken after %.0f%% of the events\n", *snapAt*100)
+		fmt.Fprintf(&b, "snapshots of every site taken after %.0f%% of the events\n", *snapAt*100)
 	}
-	fmt.Fprintf(stdout, "audit it with: ledgerctl audit --data %s\n", *data)
+	fmt.Fprintf(&b, "audit it with: ledgerctl audit --data %s\n", *data)
+	// The history is written either way; a report that could not be
+	// written is still a failure to say so (as audit and events do).
+	if _, err := io.WriteString(stdout, b.String()); err != nil {
+		fmt.Fprintf(stderr, "ledgerctl generate: the history is written, but its report could not be: %v\n", err)
+		return exitError
+	}
 	return exitOK
 }

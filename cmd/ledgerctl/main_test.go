@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -458,4 +459,22 @@ func TestRun_eventsSaysWhereTheChainBreaks(t *testing.T) {
 	code, out, _ = ledgerctl(t, "audit", "--data", dir, "--quiet")
 	assert.Equal(t, exitMismatch, code)
 	assert.Contains(t, out, "RESULT: FAIL")
+}
+
+// failingWriter refuses every write, as a full disk or a closed pipe.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestRun_generateReportUnwritable: a report that cannot be written is a
+// failure (exit 3) said on stderr, as for audit and events, though the
+// history is written.
+func TestRun_generateReportUnwritable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var errOut bytes.Buffer
+	code := run([]string{"generate", "--quiet", "--data", dir, "--events", "100", "--sites", "1"}, failingWriter{}, &errOut)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut.String(), "the history is written, but its report could not be")
+	code, out, _ := ledgerctl(t, "audit", "--quiet", "--data", dir)
+	assert.Equal(t, exitOK, code, out)
 }
