@@ -360,18 +360,7 @@ func loadSnapshots(ctx context.Context, src Source, site string) (out map[string
 		go func(id string) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			lctx, cancel := context.WithTimeout(ctx, snapshotLoadLimit)
-			seq, data, err := src.LoadSnapshot(lctx, SnapshotPrefix+id)
-			timedOut := err != nil && ctx.Err() == nil && lctx.Err() != nil
-			cancel()
-			if timedOut {
-				// A snapshot held in part (a lost chunk) is waited for,
-				// never refused: if the store answers otherwise, it is
-				// the snapshot that is damaged.
-				if _, lerr := src.LastSeq(ctx); lerr == nil {
-					err = fmt.Errorf("%w: not read within %s while the store answers", events.ErrCorrupt, snapshotLoadLimit)
-				}
-			}
+			seq, data, err := events.LoadSnapshotWithin(ctx, src, SnapshotPrefix+id, snapshotLoadLimit)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -99,21 +99,10 @@ func (l *Ledger) dropStates() {
 	l.mu.Unlock()
 }
 
-// loadSnapshot loads one snapshot within Config.SnapshotLoadLimit. One
-// not loaded in time while the store answers another read at once is
-// events.ErrCorrupt (held in part, see SnapshotLoadLimit); a store that
-// does not answer either is the caller's to wait for.
+// loadSnapshot loads one snapshot within Config.SnapshotLoadLimit
+// (events.LoadSnapshotWithin).
 func (l *Ledger) loadSnapshot(ctx context.Context, name string) (uint64, []byte, error) {
-	lctx, cancel := context.WithTimeout(ctx, l.cfg.SnapshotLoadLimit)
-	defer cancel()
-	seq, data, err := l.store.LoadSnapshot(lctx, name)
-	if err == nil || ctx.Err() != nil || lctx.Err() == nil {
-		return seq, data, err
-	}
-	if _, lerr := l.store.LastSeq(ctx); lerr != nil {
-		return seq, data, err
-	}
-	return 0, nil, fmt.Errorf("snapshot %s: %w: not read within %s while the store answers: %v", name, events.ErrCorrupt, l.cfg.SnapshotLoadLimit, err)
+	return events.LoadSnapshotWithin(ctx, l.store, name, l.cfg.SnapshotLoadLimit)
 }
 
 // Snapshot writes every site that changed since its last snapshot, then a
