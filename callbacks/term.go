@@ -134,7 +134,7 @@ const handBackWait = 2 * time.Second
 // where a plain NAK only queues it in the server's memory: a server that
 // stops with this process (the embedded one) would otherwise redeliver it
 // at its next start only after AckWait from the last InProgress.
-var nakNow = []byte(`-NAK {"delay":1000000}`)
+const nakNow = `-NAK {"delay":1000000}`
 
 // handBack NAKs the messages at replies and waits, at most handBackWait,
 // until the server has taken each (it answers a NAK sent with a reply
@@ -151,13 +151,13 @@ func (t *term) handBack(replies []string) {
 	if err != nil {
 		t.d.log.Warn("callbacks handed back without waiting for the server", "messages", len(replies), "err", err)
 		for _, r := range replies {
-			_ = nc.Publish(r, nakNow)
+			_ = nc.Publish(r, []byte(nakNow))
 		}
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	for _, r := range replies {
-		_ = nc.PublishRequest(r, inbox, nakNow)
+		_ = nc.PublishRequest(r, inbox, []byte(nakNow))
 	}
 	timer := time.NewTimer(handBackWait)
 	defer timer.Stop()

@@ -310,7 +310,7 @@ func (s *Server) listBanks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) txByID(w http.ResponseWriter, r *http.Request) {
 	ri := info(r)
-	if id := chi.URLParam(r, "id"); creationPaths["/v1/transactions/"+id] {
+	if creationPath("/v1/transactions/" + chi.URLParam(r, "id")) {
 		s.notAllowed(w, r)
 		return
 	}

@@ -166,10 +166,13 @@ func (s *Server) notAllowed(w http.ResponseWriter, r *http.Request) {
 		message: r.Method + " is not allowed here; the methods are " + strings.Join(allowed, ", ")})
 }
 
-// creationPaths take POST only. The router would also match a GET of one
-// as a lookup of the transaction of that name, which no transaction id
-// can be: such a GET is a method the path does not take.
-var creationPaths = map[string]bool{"/v1/transactions/deposit": true, "/v1/transactions/withdraw": true}
+// creationPath reports whether path is a merchant creation path, which
+// takes POST only. The router would also match a GET of one as a lookup of
+// the transaction of that name, which no transaction id can be: such a
+// GET is a method the path does not take.
+func creationPath(path string) bool {
+	return path == "/v1/transactions/deposit" || path == "/v1/transactions/withdraw"
+}
 
 // allowed lists the methods r's path takes, for the Allow header of a 405
 // (RFC 9110 section 15.5.6): HEAD with GET.
@@ -178,7 +181,7 @@ func (s *Server) allowed(r *http.Request) []string {
 	if path == "" {
 		path = r.URL.Path
 	}
-	if creationPaths[path] {
+	if creationPath(path) {
 		return []string{http.MethodPost}
 	}
 	var out []string
