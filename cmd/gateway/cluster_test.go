@@ -158,6 +158,44 @@ func TestCluster_readYourWritesAcrossGateways(t *testing.T) {
 	}
 	assert.Empty(t, wrong, "lookups through the other gateway right after an acknowledged write (of %d)", n)
 	aliasAndSandboxAcross(t, a, b, site)
+	listingsAcross(t, a, b)
+}
+
+// listingsAcross: a site and a method created through one gateway are in
+// the other's sites and methods listings at once (they catch up with the
+// stream leader first).
+func listingsAcross(t *testing.T, a, b string) {
+	t.Helper()
+	for i := range 10 {
+		w, r := a, b
+		if i%2 == 1 {
+			w, r = b, a
+		}
+		var made struct {
+			ID string `json:"id"`
+		}
+		opsCall(t, w, "POST", "/ops/v1/sites", map[string]any{"name": fmt.Sprint("Listed ", i)}, &made)
+		var bank struct {
+			ID string `json:"_id"`
+		}
+		opsCall(t, w, "POST", "/ops/v1/banks", map[string]any{"code": fmt.Sprint("LISTED", i), "name": map[string]string{"en": "Listed"},
+			"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 100_000, "deposit": false, "withdraw": true}, &bank)
+		var sites, banks struct {
+			Items []map[string]any `json:"items"`
+		}
+		opsCall(t, r, "GET", "/ops/v1/sites", nil, &sites)
+		opsCall(t, r, "GET", "/ops/v1/banks", nil, &banks)
+		has := func(items []map[string]any, key, want string) bool {
+			for _, it := range items {
+				if it[key] == want {
+					return true
+				}
+			}
+			return false
+		}
+		assert.True(t, has(sites.Items, "id", made.ID), "site %s created through %s, listed through %s", made.ID, w, r)
+		assert.True(t, has(banks.Items, "_id", bank.ID), "method %s created through %s, listed through %s", bank.ID, w, r)
+	}
 }
 
 // aliasAndSandboxAcross writes through one gateway and at once through the
