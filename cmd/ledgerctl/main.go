@@ -390,12 +390,33 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	if n == 0 {
+		// A typo in --site must not read as an empty history: a site with
+		// no event at all does not exist, and says so in the exit status.
+		known, err := hasEvents(ctx, st, *site)
+		if err != nil {
+			fmt.Fprintf(stderr, "ledgerctl events: %v\n", err)
+			return exitError
+		}
+		if !known {
+			fmt.Fprintf(stderr, "ledgerctl events: site %s has no events: no such site in this ledger\n", *site)
+			return exitMismatch
+		}
 		fmt.Fprintf(stderr, "ledgerctl events: site %s has no events from seq %d\n", *site, *from)
 	}
 	if breaks > 0 {
 		return exitMismatch
 	}
 	return exitOK
+}
+
+// hasEvents reports whether site has any event in the ledger.
+func hasEvents(ctx context.Context, st audit.Reader, site string) (bool, error) {
+	found := false
+	err := audit.History(ctx, st, site, 1, 1, func(audit.Entry) error {
+		found = true
+		return nil
+	})
+	return found, err
 }
 
 // Bounds of the flags that size memory: a value past them is a typo, and

@@ -171,10 +171,18 @@ func TestRun_generateAuditEvents(t *testing.T) {
 	assert.GreaterOrEqual(t, item.Seq, uint64(300))
 	assert.NotEmpty(t, item.Data)
 
+	// A site that has no event at all does not exist: a typo in --site
+	// must not pass as an empty history.
 	code, out, errOut = ledgerctl(t, "events", "--data", dir, "--site", "nobody")
-	assert.Equal(t, exitOK, code)
+	assert.Equal(t, exitMismatch, code)
 	assert.Empty(t, out)
-	assert.Contains(t, errOut, "no events")
+	assert.Contains(t, errOut, "no such site")
+
+	// A known site listed from past its last event is an empty listing.
+	code, out, errOut = ledgerctl(t, "events", "--data", dir, "--site", "s3", "--from", "1000000")
+	assert.Equal(t, exitOK, code, errOut)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "no events from seq 1000000")
 }
 
 // TestRun_auditFails: a history with a forbidden transition (a pending
