@@ -63,6 +63,9 @@ func RunServer(c ServerConfig) (*server.Server, error) {
 		}
 		opts.Host, opts.Port = host, p
 	}
+	if err := checkStoreFiles(c.Dir); err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
 	if err := c.Auth.configure(opts); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
