@@ -90,6 +90,11 @@ func NewPage(lang string, who Who, csrf, nav, titleKey, query string, body any) 
 	for _, k := range jsKeys {
 		p.JSTexts[k] = t.Get(k)
 	}
+	for k := range texts {
+		if strings.HasPrefix(k, "err.") {
+			p.JSTexts[k] = t.Get(k)
+		}
+	}
 	return p
 }
 
@@ -104,10 +109,13 @@ func langURL(query, lang string) string {
 }
 
 // jsKeys are the texts console.js shows.
-var jsKeys = []string{"confirmApprove", "confirmReject", "confirmTake", "confirmPay", "resend", "adjust", "amountReceived",
+var jsKeys = []string{"amount", "confirmApprove", "confirmReject", "confirmTake", "confirmPay", "resend", "adjust", "amountReceived",
 	"reason", "reference", "adjustAmount", "done", "conflict", "error", "expired", "iqd",
 	"status.pending", "status.processing", "status.approved", "status.rejected", "status.expired", "status.paid",
 	"status.delivered", "status.failed"}
+
+// JS keys also include every error code's text (the "err." keys), so that
+// the script states an API error as Failure does.
 
 // Site is a site as the console names it.
 type Site struct{ ID, Name string }
@@ -124,8 +132,8 @@ type TxBody struct {
 	Rows     []records.OpsRecord
 	// Next is the next page's URL ("" on the last); LiveURL the rows'.
 	Next, LiveURL string
-	// Error is a filter the search refused, in words.
-	Error string
+	// Error is a filter the search refused.
+	Error *Failure
 	// Now is the render time in Unix ms (time left is counted from it).
 	Now int64
 }
@@ -141,7 +149,7 @@ type MatchBody struct {
 	Text, Site string
 	Sites      []Site
 	Results    []matching.Result
-	Error      string
+	Error      *Failure
 }
 
 // TreasuryRow is one site's treasury.

@@ -58,7 +58,7 @@ func TestRender(t *testing.T) {
 		"treasuries":   TreasuriesBody{Sites: []TreasuryRow{{ID: "s1", Name: "Shop", Balance: 1000000}}},
 		"callbacks":    CallbacksBody{Enabled: true, Statuses: []string{""}},
 		"tx":           TxDetailBody{Rec: rec, Complete: true},
-		"error":        "oops",
+		"error":        Failure{Code: "internal", Message: "oops"},
 	}
 	for name, body := range bodies {
 		for _, lang := range Langs {
@@ -97,7 +97,7 @@ func TestNewPage_langLinks(t *testing.T) {
 		"status=approved&name=Ali+K":   "?status=approved&name=Ali+K&lang=ar",
 		"cursor=a%2Fb&from=2026-01-02": "?cursor=a%2Fb&from=2026-01-02&lang=ar",
 	} {
-		p := NewPage("en", Who{}, "", "", "deposits", query, nil)
+		p := NewPage("en", Who{}, "", "", "deposits", query, Failure{Code: "not_found", Message: "no such page"})
 		require.Len(t, p.Langs, 3)
 		assert.Equal(t, want, p.Langs[1].URL, query)
 		var b bytes.Buffer
@@ -160,4 +160,25 @@ func TestReason(t *testing.T) {
 	assert.Equal(t, p.Reason, T{"en"}.Reason(p, 24000))
 	assert.Equal(t, "الاسم مطابق تماماً؛ المبلغ مختلف: استُلم 24,000 وطُلب 25,000؛ طريقة دفع أخرى (ZAINCASH)؛ التحويل أقدم من الإيداع؛ انتهت صلاحية الإيداع (ولا يزال بالإمكان قبوله)",
 		T{"ar"}.Reason(p, 24000))
+}
+
+func TestFailure(t *testing.T) {
+	for _, tc := range []struct {
+		lang string
+		f    Failure
+		want string
+	}{
+		{"en", Failure{Code: "invalid_request", Field: "amount", Message: "must be positive"}, "amount: must be positive"},
+		{"en", Failure{Code: "invalid_request", Field: "from", Message: "from must be a date"}, "from must be a date"},
+		{"en", Failure{Code: "internal", Message: "<b>&</b>"}, "&lt;b&gt;&amp;&lt;/b&gt;"},
+		{"ar", Failure{Code: "invalid_request", Field: "amount", Message: "must be positive"},
+			`الطلب غير صالح (<bdi>المبلغ</bdi>): <bdi dir="ltr">must be positive</bdi>`},
+		{"ckb", Failure{Code: "invalid_transition", Message: "cannot approve a deposit that is rejected"},
+			`دۆخی ئێستا ڕێگە بەمە نادات: <bdi dir="ltr">cannot approve a deposit that is rejected</bdi>`},
+		{"ar", Failure{Code: "no_such_code", Message: "as it is"}, "as it is"},
+		{"ar", Failure{Code: "conflict", Field: "<i>", Message: "<script>"},
+			`يتعارض هذا مع ما هو موجود (<bdi>&lt;i&gt;</bdi>): <bdi dir="ltr">&lt;script&gt;</bdi>`},
+	} {
+		assert.Equal(t, tc.want, string(T{lang: tc.lang}.Failure(tc.f)), "%s %+v", tc.lang, tc.f)
+	}
 }

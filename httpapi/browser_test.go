@@ -469,4 +469,12 @@ func TestConsole_browserCallbacks(t *testing.T) {
 	waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal")
 	require.Equal(t, "the event's site has no callbackUrl", text(t, admin, "#flash"))
 	require.Empty(t, whoFetches(t, admin))
+
+	// In Arabic the refusal is said in Arabic first, the API's words
+	// after it.
+	steps(t, admin, chromedp.Navigate(s.URL+"/console/callbacks?lang=ar"), chromedp.WaitVisible("#cb-"+id))
+	act(t, admin, "resend", id, nil)
+	waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal in Arabic")
+	require.Equal(t, "الحالة الحالية لا تسمح بهذا (eventId): the event's site has no callbackUrl", text(t, admin, "#flash"))
+	require.Equal(t, "ltr", eval[string](t, admin, `document.querySelector("#flash bdi").dir`))
 }

@@ -294,17 +294,44 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 }
 
 func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	s.consoleFail(w, r, status, &console.Failure{Code: consoleErrorCode(status), Message: msg})
+}
+
+// consoleErrPage answers with an error page stating err.
+func (s *Server) consoleErrPage(w http.ResponseWriter, r *http.Request, err error) {
+	status, f := s.consoleFailure(r, err)
+	s.consoleFail(w, r, status, f)
+}
+
+// consoleFail answers with an error page stating f.
+func (s *Server) consoleFail(w http.ResponseWriter, r *http.Request, status int, f *console.Failure) {
 	if r.URL.Query().Get("fragment") != "" {
 		// The script asked for a part of a page: no page around the
 		// error, which would be put in the list's place.
-		http.Error(w, msg, status)
+		http.Error(w, f.Message, status)
 		return
 	}
 	title := "error"
 	if status == http.StatusNotFound {
 		title = "notFound"
 	}
-	s.render(w, r, status, "error", s.page(r, "", title, msg))
+	s.render(w, r, status, "error", s.page(r, "", title, *f))
+}
+
+// consoleErrorCode is the error code (docs/errors.md) of a console page's
+// own refusal.
+func consoleErrorCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	}
+	return "internal"
 }
 
 func (s *Server) consoleLoginPage(w http.ResponseWriter, r *http.Request) {
@@ -455,16 +482,12 @@ func consoleSearch(kind string, in url.Values) (url.Values, map[string]string, e
 }
 
 // consoleFailure is an error as a console page states it.
-func (s *Server) consoleFailure(r *http.Request, err error) (int, string) {
+func (s *Server) consoleFailure(r *http.Request, err error) (int, *console.Failure) {
 	ae := classify(err)
 	if ae.status >= 500 {
 		s.log.ErrorContext(r.Context(), "console", "path", r.URL.Path, "err", err)
 	}
-	msg := ae.message
-	if ae.field != "" && !strings.Contains(msg, ae.field) {
-		msg = ae.field + ": " + msg
-	}
-	return ae.status, msg
+	return ae.status, &console.Failure{Code: ae.code, Field: ae.field, Message: ae.message}
 }
 
 // consoleMatch shows the matching form, and proposals for the transfer
@@ -519,8 +542,7 @@ func (s *Server) consoleTreasuries(w http.ResponseWriter, r *http.Request) {
 	// of each site's subject every few seconds.
 	bals, err := s.cfg.Reader.Balances(r.Context(), siteIDs)
 	if err != nil {
-		status, msg := s.consoleFailure(r, err)
-		s.consoleError(w, r, status, msg)
+		s.consoleErrPage(w, r, err)
 		return
 	}
 	for i, site := range sites {
@@ -541,9 +563,7 @@ func (s *Server) consoleCallbacks(w http.ResponseWriter, r *http.Request) {
 		body.LiveURL = r.URL.Path + "?" + live.Encode()
 		page, err := s.cfg.Callbacks.List(r.Context(), callbacks.Filter{Status: body.Status, Cursor: q.Get("cursor"), Limit: 50})
 		if err != nil {
-			var msg string
-			status, msg = s.consoleFailure(r, err)
-			s.consoleError(w, r, status, msg)
+			s.consoleErrPage(w, r, err)
 			return
 		}
 		body.Items = page.Items
@@ -590,8 +610,7 @@ func (s *Server) consoleTx(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, aggregates.ErrSiteNotFound) {
 		err = aggregates.ErrNotFound
 	}
-	status, msg := s.consoleFailure(r, err)
-	s.consoleError(w, r, status, msg)
+	s.consoleErrPage(w, r, err)
 }
 
 // actorNames names the actors of a history for people (actor → name).

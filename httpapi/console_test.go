@@ -389,6 +389,10 @@ func TestConsole_refusals(t *testing.T) {
 		{"GET", "/console/api/nonexistent", 404, jsonType, `"code":"not_found"`},
 		{"GET", "/console/deposits?from=2026-13-01", 400, page, "from must be a date, YYYY-MM-DD (e.g. 2026-01-02)"},
 		{"GET", "/console/deposits?to=2026-01-02T15:04:05Z", 400, page, "to must be a date, YYYY-MM-DD"},
+		// In Arabic the code's text and the field's label come first, the
+		// API's English words after them, isolated.
+		{"GET", "/console/deposits?from=2026-13-01&lang=ar", 400, page, `الطلب غير صالح (<bdi>من</bdi>): <bdi dir="ltr">from must be a date, YYYY-MM-DD`},
+		{"GET", "/console/nonexistent?lang=ckb", 404, page, `نەدۆزرایەوە: <bdi dir="ltr">there is no such page in the console</bdi>`},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			p := c.do(tc.method, tc.path, "", nil)

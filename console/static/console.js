@@ -13,9 +13,30 @@
   function group(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
 
   var flash = document.getElementById("flash");
-  function say(msg, bad) {
+  // say shows msg; detail, the API's own (English) words, follows it
+  // isolated.
+  function say(msg, bad, detail) {
     flash.textContent = msg;
+    if (detail) {
+      flash.appendChild(document.createTextNode(": "));
+      var b = document.createElement("bdi");
+      b.dir = "ltr";
+      b.textContent = detail;
+      flash.appendChild(b);
+    }
     flash.className = bad ? "error" : "ok";
+  }
+
+  // fail states an API error answer: in English the API's message as it
+  // is, in another language the code's text and the field's label first
+  // (as console.T.Failure does), the message as the detail.
+  function fail(res) {
+    var what = texts["err." + res.code];
+    if (document.body.dataset.lang === "en" || !what) {
+      say(res.message || t("error"), true);
+      return;
+    }
+    say(what + (res.field ? " (" + t(res.field) + ")" : ""), true, res.message);
   }
 
   function api(path, body) {
@@ -110,7 +131,7 @@
       } else if (isRace(o.a, res)) {
         whoWon(o.id).then(function (who) { say(t("conflict") + ": " + (who || res.message), true); });
       } else {
-        say(res.message || t("error"), true);
+        fail(res);
       }
       refresh();
     }, function () { say(t("error"), true); });
