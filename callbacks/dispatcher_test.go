@@ -2,6 +2,7 @@ package callbacks
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -630,14 +631,22 @@ func TestDispatcher_refusesPrivateAddresses(t *testing.T) {
 	assert.Empty(t, rcv.calls(), "nothing reached the loopback endpoint")
 }
 
+// A Retry-After lengthens the scheduled wait, and never shortens it: a 0
+// or a date in the past would otherwise spend every attempt in moments.
 func TestDispatcher_honoursRetryAfter(t *testing.T) {
 	cases := []struct {
-		name  string
-		code  int
-		value func() string
+		name     string
+		code     int
+		value    func() string
+		schedule time.Duration
+		// The second attempt comes no sooner than min after the first,
+		// and its nextAttemptAt is less than max away.
+		min, max time.Duration
 	}{
-		{"503 seconds", http.StatusServiceUnavailable, func() string { return "1" }},
-		{"429 http date", http.StatusTooManyRequests, func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) }},
+		{"503 seconds, longer than the schedule", http.StatusServiceUnavailable, func() string { return "2" }, 200 * time.Millisecond, 1900 * time.Millisecond, 3 * time.Second},
+		{"429 http date, longer than the schedule", http.StatusTooManyRequests, func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) }, 200 * time.Millisecond, 900 * time.Millisecond, 3 * time.Second},
+		{"503 zero", http.StatusServiceUnavailable, func() string { return "0" }, 2 * time.Second, 1900 * time.Millisecond, 3 * time.Second},
+		{"429 date in the past", http.StatusTooManyRequests, func() string { return time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat) }, 2 * time.Second, 1900 * time.Millisecond, 3 * time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -651,20 +660,21 @@ func TestDispatcher_honoursRetryAfter(t *testing.T) {
 			f.createSite("s1", rcv.url("/"))
 			tx := f.deposit("s1", 10)
 			f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()))
-			// The schedule alone would wait an hour.
-			d, _ := f.dispatcher(Config{Schedule: Schedule{time.Hour}})
+			d, _ := f.dispatcher(Config{Schedule: Schedule{tc.schedule}})
 			testkit.Eventually(t, testkit.WaitFor, func() bool {
 				p, _ := d.List(context.Background(), Filter{Status: StatusPending})
-				return len(p.Items) == 1
+				return len(p.Items) == 1 || len(rcv.byTx(tx)) == 2
 			}, "pending record")
 			p, err := d.List(context.Background(), Filter{Status: StatusPending})
 			require.NoError(t, err)
-			next, err := time.Parse(time.RFC3339, *p.Items[0].NextAttemptAt)
-			require.NoError(t, err)
-			assert.Less(t, time.Until(next), 3*time.Second, "next attempt set by Retry-After, not the schedule")
-			testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 2 }, "retried after Retry-After")
+			if len(p.Items) == 1 {
+				next, err := time.Parse(time.RFC3339, *p.Items[0].NextAttemptAt)
+				require.NoError(t, err)
+				assert.Less(t, time.Until(next), tc.max)
+			}
+			testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 2 }, "retried")
 			cs := rcv.byTx(tx)
-			assert.GreaterOrEqual(t, cs[1].At.Sub(cs[0].At), 900*time.Millisecond, "not before Retry-After")
+			assert.GreaterOrEqual(t, cs[1].At.Sub(cs[0].At), tc.min, "not before the longer of the schedule and Retry-After")
 		})
 	}
 }
@@ -756,4 +766,38 @@ func TestNew_needsTheProcessWiring(t *testing.T) {
 			assert.Nil(t, d)
 		})
 	}
+}
+
+// A receiver that answers 101 Switching Protocols and holds the connection
+// open: its body is the connection, which the attempt's deadline does not
+// bound. The attempt fails at once instead of waiting as long as the
+// receiver likes (and holding a graceful stop with it).
+func TestPost_switchingProtocolsIsAFailedAttempt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	// The receiver lets go of the connection only after 20 s (so that a
+	// gateway that waits for it does end the test); let records when.
+	var let atomic.Bool
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				_, _ = c.Read(buf)
+				_, _ = c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n"))
+				time.Sleep(20 * time.Second)
+				let.Store(true)
+			}()
+		}
+	}()
+	o := post(context.Background(), newClient(true, 4), "http://"+ln.Addr().String()+"/", http.Header{}, []byte("{}"), 10*time.Second, time.Now())
+	assert.False(t, let.Load(), "the attempt waited until the receiver let go of the connection")
+	assert.False(t, o.ok)
+	assert.Equal(t, http.StatusSwitchingProtocols, o.code)
+	assert.Contains(t, o.err, "HTTP 101")
 }

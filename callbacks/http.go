@@ -121,6 +121,14 @@ func post(ctx context.Context, c *http.Client, target string, hdr http.Header, b
 		}
 		return outcome{err: trimURLError(err)}
 	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body of a 101 is the connection itself, which the
+		// attempt's deadline does not bound: reading it would wait as
+		// long as the receiver holds it open, and hold a graceful stop
+		// with it. A callback is no protocol switch: a failed attempt.
+		resp.Body.Close()
+		return outcome{code: resp.StatusCode, err: "HTTP 101 (a protocol switch is no answer to a callback)"}
+	}
 	// Drain a little of the body so the connection can be reused; a
 	// merchant's answer beyond that is of no interest.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))

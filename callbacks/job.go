@@ -381,9 +381,10 @@ func (t *term) deliver(ctx context.Context, j *job) {
 			t.park(ctx, j, "")
 			return
 		}
-		if o.retryAfter > 0 {
-			wait = o.retryAfter
-		}
+		// A Retry-After may only lengthen the wait: taken as it is, a 0
+		// or a date in the past would spend every attempt in moments
+		// (docs/callbacks.md "Retries").
+		wait = max(wait, o.retryAfter)
 		j.next = now.Add(wait)
 		next := records.FormatTime(j.next.UnixMilli())
 		j.rec.Status, j.rec.NextAttemptAt = StatusPending, &next
