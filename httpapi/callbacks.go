@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
+	"gateway/aggregates"
 	"gateway/callbacks"
 	"gateway/ids"
 	"gateway/records"
@@ -25,15 +27,29 @@ type Callbacks interface {
 func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := callbacks.Filter{Status: q.Get("status"), Cursor: q.Get("cursor")}
+	noSite := &apiError{status: http.StatusNotFound, code: "not_found", field: "site", message: "no such site"}
 	if v := q.Get("site"); v != "" {
 		site, err := ids.ParseSite(v)
 		if err != nil {
-			s.writeErr(w, r, &apiError{status: http.StatusNotFound, code: "not_found", field: "site", message: "no such site"})
+			s.writeErr(w, r, noSite)
 			return
 		}
 		f.SiteID = site
 	}
 	var err error
+	if f.SiteID != "" {
+		// A site that does not exist is 404, as in the transactions
+		// listing: an empty list would read as "nothing failed" for a
+		// misspelt id. (The read catches up with the stream for a site
+		// created a moment ago through another process.)
+		if _, err = s.cfg.Reader.BalanceOf(r.Context(), f.SiteID); err != nil {
+			if errors.Is(err, aggregates.ErrSiteNotFound) {
+				err = noSite
+			}
+			s.writeErr(w, r, err)
+			return
+		}
+	}
 	if f.Limit, err = queryLimit(q.Get("limit")); err != nil {
 		s.writeErr(w, r, err)
 		return

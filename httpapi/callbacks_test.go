@@ -344,7 +344,6 @@ func TestCallbacks_listing(t *testing.T) {
 			{"?site=" + a.ID, []string{ids[0], ids[1], ids[3]}},
 			{"?site=" + b.ID, []string{ids[2]}},
 			{"?site=" + idle.ID, nil},
-			{"?site=nosuchsite", nil},
 			{"?site=" + a.ID + "&status=delivered", []string{ids[0], ids[1], ids[3]}},
 			{"?site=" + b.ID + "&status=failed", nil},
 			{"?limit=1000", ids},
@@ -634,6 +633,9 @@ func TestCallbacks_resendErrors(t *testing.T) {
 	assert.Empty(t, rcv.calls(bareTx), "nothing sent for a site without callbackUrl")
 	assert.Len(t, rcv.calls(tx), 1, "nothing sent again")
 	require.JSONEq(t, `{"items":[],"nextCursor":null}`, string(s.opsT(t, "GET", "/ops/v1/callbacks?site="+bare.ID, nil).Data))
+	// A well-formed id of no site is 404, not an empty list that reads
+	// as "nothing failed".
+	requireErr(t, s.ops("GET", "/ops/v1/callbacks?site=nosuchsite1234", nil), 404, "not_found", "site")
 	p := s.callbackPage(t, adminToken, "")
 	require.Len(t, p.Items, 1, "nothing recorded by the refused resends")
 	assert.Equal(t, 0, p.Items[0].Resends)

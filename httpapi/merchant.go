@@ -114,11 +114,22 @@ func checkParams(v url.Values, known []string, what string) error {
 // queryParams reads a GET's query, which may hold only the parameters
 // known.
 func queryParams(r *http.Request, known ...string) (url.Values, error) {
+	q, err := strictQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	return q, checkParams(q, known, "parameter")
+}
+
+// strictQuery parses the request's query, refusing one with a pair that
+// cannot be read (a bad escape, a ';'): r.URL.Query() drops such a pair,
+// and a filter with it.
+func strictQuery(r *http.Request) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, errBad("invalid_request", "", "the query string is malformed")
 	}
-	return q, checkParams(q, known, "parameter")
+	return q, nil
 }
 
 // The fields of the creation calls (seed 4.1 and 4.2).

@@ -186,7 +186,9 @@ func (s *Server) need(role aggregates.Role) func(http.Handler) http.Handler {
 // ignored would answer with everything, which looks like a result.
 func (s *Server) only(h http.HandlerFunc, names ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := checkParams(r.URL.Query(), names, "parameter"); err != nil {
+		// Strictly parsed: a pair that cannot be read (a bad escape, a
+		// ';') would otherwise be dropped, its filter with it.
+		if _, err := queryParams(r, names...); err != nil {
 			s.writeErr(w, r, err)
 			return
 		}

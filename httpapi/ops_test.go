@@ -825,6 +825,13 @@ func TestOpsParams(t *testing.T) {
 		{"POST", "/ops/v1/sites/" + st.ID + "/adjustments?amount=5", "amount"},
 		{"POST", "/ops/v1/withdrawals/" + w.TransactionID + "/process?force=1", "force"},
 		{"POST", "/ops/v1/callbacks/1-0/resend?x=1", "x"},
+		// A pair that cannot be read is refused, not dropped with its
+		// filter (a bad escape; ';', which is no separator).
+		{"GET", "/ops/v1/callbacks?status=%zz", ""},
+		{"GET", "/ops/v1/callbacks?status=failed;limit=1", ""},
+		{"GET", "/ops/v1/transactions?status=approved;limit=1", ""},
+		{"GET", "/ops/v1/transactions?name=%zz", ""},
+		{"GET", "/ops/v1/sites/" + st.ID + "/events?limit=1;x", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

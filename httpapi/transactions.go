@@ -16,7 +16,12 @@ import (
 )
 
 func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {
-	f, err := txFilter(r.URL.Query())
+	q, err := strictQuery(r)
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	f, err := txFilter(q)
 	if err != nil {
 		s.writeErr(w, r, err)
 		return
