@@ -83,7 +83,17 @@ type RequestWithdrawal struct {
 type ApproveDeposit struct {
 	TxID   ids.TxID
 	Amount int64
+	// AnyAmount lets the caller approve more than MaxOverApproval times
+	// the requested amount: an administrator (or a sandbox's merchant,
+	// whose treasury is play money).
+	AnyAmount bool
 }
+
+// MaxOverApproval is how many times a deposit's requested amount an
+// operator may approve. A transfer of more than that is rare (a digit too
+// many), and approving it credits the treasury like an adjustment, which is
+// an administrator's to make (docs/operator-api.md "Transaction actions").
+const MaxOverApproval = 2
 
 // RejectDeposit closes a deposit without money.
 type RejectDeposit struct {

@@ -168,10 +168,25 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if amt < 0 || amt > maxAmount {
 			return Decision{Tx: i}, fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer of at most 2^50 (1125899906842624)")
 		}
+		if !c.AnyAmount && amt > tx.Requested*MaxOverApproval { // Requested ≤ 2^50: no overflow
+			return Decision{Tx: i}, fieldErr("amount", ErrNeedsAdmin,
+				"approving more than %d times the requested amount (%d IQD) needs the admin role", MaxOverApproval, tx.Requested)
+		}
 		if err := s.checkBalance(amt); err != nil {
 			return Decision{Tx: i}, err
 		}
-		return one(i, &events.DepositApproved{TxID: txID, Amount: amt, Requested: tx.Requested})
+		var out []events.Event
+		if tx.Status == StatusPending && now.UnixMilli() >= tx.ExpiresAt {
+			// Past its expiry, and the sweep has not reached it yet: it
+			// expires first, as the sweep would have made it, so that
+			// the merchant hears of it as of any late approval
+			// (deposit.expired, then deposit.approved).
+			exp := ev(&events.DepositExpired{TxID: txID})
+			exp.Actor = events.ActorSystem
+			out = append(out, exp)
+		}
+		out = append(out, ev(&events.DepositApproved{TxID: txID, Amount: amt, Requested: tx.Requested}))
+		return Decision{Tx: i, Events: out}, nil
 	case RejectDeposit:
 		if tx.Kind != KindDeposit || tx.Status != StatusPending {
 			return s.refuse(i, tx, "reject")

@@ -719,6 +719,21 @@ func TestDepositApprove(t *testing.T) {
 			assert.True(t, d2.Repeat)
 		})
 	}
+	t.Run("more than twice the requested amount needs the admin role", func(t *testing.T) {
+		f := newFixture(t, SiteSettings{})
+		i := f.deposit("p1", "u1", 5000)
+		before := observe(f.s)
+		for _, amt := range []int64{10001, 50000, 1 << 50} {
+			d, err := f.try(ApproveDeposit{TxID: tx(i), Amount: amt})
+			requireErr(t, d, err, ErrNeedsAdmin, "amount")
+			assert.Equal(t, before, observe(f.s))
+		}
+		d := f.do(ApproveDeposit{TxID: tx(i), Amount: 50000, AnyAmount: true})
+		assert.Equal(t, int64(50000), d.Events[0].Payload.(*events.DepositApproved).Amount)
+		j := f.deposit("p2", "u2", 5000)
+		f.do(ApproveDeposit{TxID: tx(j), Amount: 10000}) // twice: an operator's
+		assert.Equal(t, int64(60000), f.s.Balance)
+	})
 	t.Run("negative amount refused", func(t *testing.T) {
 		f := newFixture(t, SiteSettings{})
 		i := f.deposit("p1", "u1", 5000)
@@ -794,6 +809,26 @@ func TestDepositExpire(t *testing.T) {
 			assert.Equal(t, int64(5000), f.s.Balance)
 		})
 	}
+	t.Run("approved past its expiry before the sweep", func(t *testing.T) {
+		// The deposit expires first, by the system, as the sweep would
+		// have made it: the merchant hears deposit.expired, then
+		// deposit.approved, as for any late approval.
+		f := newFixture(t, SiteSettings{})
+		i := f.deposit("p1", "u1", 5000)
+		f.now = t0.Add(30 * time.Minute)
+		d := f.do(ApproveDeposit{TxID: tx(i)})
+		require.Len(t, d.Events, 2)
+		assert.Equal(t, &events.DepositExpired{TxID: "s1-1"}, d.Events[0].Payload)
+		assert.Equal(t, events.ActorSystem, d.Events[0].Actor)
+		assert.Equal(t, &events.DepositApproved{TxID: "s1-1", Amount: 5000, Requested: 5000}, d.Events[1].Payload)
+		assert.Equal(t, operator, d.Events[1].Actor)
+		assert.Equal(t, StatusApproved, f.s.Txs[i].Status)
+		assert.Equal(t, int64(5000), f.s.Balance)
+		// A millisecond before its expiry it is approved alone.
+		j := f.deposit("p2", "u2", 5000)
+		f.now = f.now.Add(30*time.Minute - time.Millisecond)
+		require.Len(t, f.do(ApproveDeposit{TxID: tx(j)}).Events, 1)
+	})
 	t.Run("late approval with a different amount", func(t *testing.T) {
 		f := newFixture(t, SiteSettings{})
 		i := f.deposit("p1", "u1", 5000)
@@ -1088,6 +1123,12 @@ func TestTransitionMatrix(t *testing.T) {
 		for _, op := range ops {
 			t.Run(string(st)+"/"+op, func(t *testing.T) {
 				f, i := setupState(t, st)
+				if op != opExpire {
+					// Before the expiry: an overdue pending deposit
+					// approved expires first (a second event, tested
+					// in TestDepositExpire).
+					f.now = t0.Add(time.Minute)
+				}
 				want, ok := allowed[st][op]
 				if ok {
 					d := f.do(opCommand(op, tx(i)))

@@ -17,6 +17,9 @@ var (
 	// ErrTreasuryBound refuses a move that would take a site's balance
 	// beyond ±MaxBalance.
 	ErrTreasuryBound = errors.New("beyond the treasury's bound")
+	// ErrNeedsAdmin refuses a move that only an administrator may make
+	// (approving far more than a deposit asked for).
+	ErrNeedsAdmin = errors.New("needs the admin role")
 	// ErrNotSandbox refuses a sandbox-only action on a live site.
 	ErrNotSandbox = errors.New("not a sandbox site")
 	// ErrSandboxTransaction refuses an operator's action on a sandbox

@@ -329,7 +329,7 @@ func (g *generator) step(gs *genSite, decide decideFunc) error {
 				amt = gs.requested[i] + 500
 			}
 		}
-		if _, err := decide(aggregates.ApproveDeposit{TxID: txID(i), Amount: amt}, genOperator); err != nil {
+		if _, err := decide(aggregates.ApproveDeposit{TxID: txID(i), Amount: amt, AnyAmount: true}, genOperator); err != nil {
 			return err
 		}
 		gs.pendDep.pop()

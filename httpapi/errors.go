@@ -72,6 +72,7 @@ var errorTable = []errorRule{
 	{aggregates.ErrTreasuryBound, 409, "conflict", "amount", "the balance would leave the treasury's bound of ±9007199254740991 IQD"},
 	{aggregates.ErrSandboxTransaction, 409, "invalid_transition", "", "a sandbox site's transactions move only by its merchant's sandbox calls (/v1/sandbox), never by an operator"},
 	{aggregates.ErrNotSandbox, 403, "forbidden", "", "this is not a sandbox site: only an operator moves its transactions"},
+	{aggregates.ErrNeedsAdmin, 403, "forbidden", "", "this needs the admin role"},
 	{aggregates.ErrSiteExists, 409, "conflict", "", "it already exists"},
 	{aggregates.ErrBankExists, 409, "conflict", "", "it already exists"},
 	{aggregates.ErrOperatorNotFound, 404, "not_found", "id", "no such operator"},

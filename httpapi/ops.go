@@ -42,19 +42,19 @@ func (s *Server) opsRoutes(r chi.Router) {
 	read.Get("/transactions", s.listTransactions)
 	read.Get("/transactions/{id}", s.only(s.opsTransaction))
 	read.Post("/matches", s.only(s.matches, "site"))
-	act.Post("/deposits/{id}/approve", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
-		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount)}
+	act.Post("/deposits/{id}/approve", s.only(s.txAction(func(id ids.TxID, b actionBody, role aggregates.Role) aggregates.Command {
+		return aggregates.ApproveDeposit{TxID: id, Amount: derefInt(b.Amount), AnyAmount: role.Allows(aggregates.RoleAdmin)}
 	})))
-	act.Post("/deposits/{id}/reject", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
+	act.Post("/deposits/{id}/reject", s.only(s.txAction(func(id ids.TxID, b actionBody, _ aggregates.Role) aggregates.Command {
 		return aggregates.RejectDeposit{TxID: id, Reason: b.Reason}
 	})))
-	act.Post("/withdrawals/{id}/process", s.only(s.txAction(func(id ids.TxID, _ actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/process", s.only(s.txAction(func(id ids.TxID, _ actionBody, _ aggregates.Role) aggregates.Command {
 		return aggregates.ProcessWithdrawal{TxID: id}
 	})))
-	act.Post("/withdrawals/{id}/pay", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/pay", s.only(s.txAction(func(id ids.TxID, b actionBody, _ aggregates.Role) aggregates.Command {
 		return aggregates.PayWithdrawal{TxID: id, Reference: b.Reference}
 	})))
-	act.Post("/withdrawals/{id}/reject", s.only(s.txAction(func(id ids.TxID, b actionBody) aggregates.Command {
+	act.Post("/withdrawals/{id}/reject", s.only(s.txAction(func(id ids.TxID, b actionBody, _ aggregates.Role) aggregates.Command {
 		return aggregates.RejectWithdrawal{TxID: id, Reason: b.Reason}
 	})))
 	admin.Get("/operators", s.only(s.listOperators))

@@ -551,3 +551,29 @@ func TestOpsOperators_acrossStacks(t *testing.T) {
 	require.Len(t, p.Items, 2)
 	assert.NotNil(t, p.Items[0]["revokedAt"])
 }
+
+// TestOpsRoles_overApprovalNeedsAdmin: approving credits the treasury, so
+// an operator approves at most twice the requested amount; more (a digit
+// too many, or a made-up sum) is an administrator's, as an adjustment is.
+func TestOpsRoles_overApprovalNeedsAdmin(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	operator := s.newOperator(t, "Omar", "operator")
+	d1 := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "over-1", "u1", 25000)))
+	d2 := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "over-2", "u2", 25000)))
+	for _, amt := range []int64{50001, 250000, 1 << 50} {
+		r := s.opsAs(t, operator.Token, "POST", "/ops/v1/deposits/"+d1.TransactionID+"/approve", map[string]any{"amount": amt})
+		requireErr(t, r, 403, "forbidden", "amount")
+		assert.Contains(t, r.Message, "admin role")
+	}
+	assert.Equal(t, "pending", rec(t, s.get(st, "/v1/transactions/"+d1.TransactionID, "")).Status)
+	assert.Equal(t, int64(0), s.balanceOf(t, st).Balance)
+
+	a := rec(t, s.opsAs(t, operator.Token, "POST", "/ops/v1/deposits/"+d1.TransactionID+"/approve", map[string]any{"amount": 50000}))
+	assert.Equal(t, int64(50000), a.Amount)
+	b := rec(t, s.ops("POST", "/ops/v1/deposits/"+d2.TransactionID+"/approve", map[string]any{"amount": 250000}))
+	assert.Equal(t, int64(250000), b.Amount)
+	assert.Equal(t, int64(300000), s.balanceOf(t, st).Balance)
+}

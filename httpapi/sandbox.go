@@ -30,7 +30,7 @@ func (s *Server) sandboxRoutes(r chi.Router) {
 			}
 			amount = n
 		}
-		return aggregates.ApproveDeposit{TxID: id, Amount: amount}, nil
+		return aggregates.ApproveDeposit{TxID: id, Amount: amount, AnyAmount: true}, nil
 	}))
 	r.Post("/deposits/{id}/reject", s.sandboxAction([]string{"reason"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		return aggregates.RejectDeposit{TxID: id, Reason: orDefault(f.get("reason"), "rejected in the sandbox")}, nil

@@ -216,7 +216,7 @@ type actionBody struct {
 
 // txAction runs an operator action on the transaction named in the path and
 // answers with its record as it now is.
-func (s *Server) txAction(mk func(id ids.TxID, b actionBody) aggregates.Command) http.HandlerFunc {
+func (s *Server) txAction(mk func(id ids.TxID, b actionBody, role aggregates.Role) aggregates.Command) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b actionBody
 		if err := decodeJSON(w, r, &b); err != nil {
@@ -233,7 +233,8 @@ func (s *Server) txAction(mk func(id ids.TxID, b actionBody) aggregates.Command)
 			return
 		}
 		site := id.Site()
-		rec, err := s.run(r, site, mk(id, b))
+		role, _ := r.Context().Value(roleKey{}).(aggregates.Role)
+		rec, err := s.run(r, site, mk(id, b, role))
 		s.writeTx(w, r, site, rec, err)
 	}
 }
