@@ -264,6 +264,10 @@ func checkLimits(minA, maxA int64) error {
 	if maxA < minA {
 		return fieldErr("maxAmount", ErrInvalidRequest, "maxAmount must be at least minAmount")
 	}
+	if maxA > maxAmount {
+		// No amount above it can be asked for (docs/merchant-api.md).
+		return fieldErr("maxAmount", ErrInvalidRequest, "maxAmount must be at most 2^50 (1125899906842624)")
+	}
 	return nil
 }
 

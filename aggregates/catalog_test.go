@@ -64,6 +64,8 @@ func TestDecideCreateBank(t *testing.T) {
 		{"min zero", func(c *CreateBank) { c.MinAmount = 0 }, ErrInvalidRequest, "minAmount"},
 		{"min negative", func(c *CreateBank) { c.MinAmount = -10 }, ErrInvalidRequest, "minAmount"},
 		{"min above max", func(c *CreateBank) { c.MinAmount, c.MaxAmount = 5001, 5000 }, ErrInvalidRequest, "maxAmount"},
+		{"max above 2^50", func(c *CreateBank) { c.MaxAmount = 1<<50 + 1 }, ErrInvalidRequest, "maxAmount"},
+		{"max of 2^50", func(c *CreateBank) { c.MaxAmount = 1 << 50 }, nil, ""},
 		{"neither deposit nor withdraw", func(c *CreateBank) { c.Deposit, c.Withdraw = false, false }, ErrInvalidRequest, "deposit"},
 		{"deposit without accounts", func(c *CreateBank) { c.Accounts = nil }, ErrInvalidRequest, "accounts"},
 		{"deposit with empty accounts", func(c *CreateBank) { c.Accounts = []events.Account{} }, ErrInvalidRequest, "accounts"},
@@ -244,6 +246,7 @@ func TestDecideUpdateBank(t *testing.T) {
 			assert.True(t, b.Enabled)
 		}},
 		{"max below existing min", UpdateBank{ID: "bk_zain", MaxAmount: ptr(int64(999))}, ErrInvalidRequest, "maxAmount", nil},
+		{"max above 2^50", UpdateBank{ID: "bk_zain", MaxAmount: ptr(int64(1<<50 + 1))}, ErrInvalidRequest, "maxAmount", nil},
 		{"min above existing max", UpdateBank{ID: "bk_zain", MinAmount: ptr(int64(5_000_001))}, ErrInvalidRequest, "maxAmount", nil},
 		{"min zero", UpdateBank{ID: "bk_zain", MinAmount: ptr(int64(0))}, ErrInvalidRequest, "minAmount", nil},
 		{"blank name", UpdateBank{ID: "bk_zain", Name: &events.LocalizedName{Ar: "x"}}, ErrInvalidRequest, "name", nil},

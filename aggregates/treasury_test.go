@@ -108,12 +108,13 @@ func TestTreasuryBound(t *testing.T) {
 // space and invisible format characters is missing; those characters
 // inside a text are kept (a zero-width non-joiner is spelling).
 func TestCheckText_invisibleIsBlank(t *testing.T) {
-	for _, v := range []string{"", " ", "\u200b", "\u200b \u2060", "\ufeff", "\u202e", "\u00a0\u200d"} {
+	for _, v := range []string{"", " ", "\u200b", "\u200b \u2060", "\ufeff", "\u202e", "\u00a0\u200d",
+		"\u3164", "\u115f\u1160", "\uffa0", "\u2800", "\u034f", "\ufe0f", " \u3164 "} {
 		err := checkText("reason", v, maxTextLen)
 		require.ErrorIs(t, err, ErrInvalidRequest, "%q", v)
 		assert.Contains(t, err.Error(), "reason is required", "%q", v)
 	}
-	for _, v := range []string{"no transfer", "می\u200cخواهم", "a\u200bb"} {
+	for _, v := range []string{"no transfer", "می\u200cخواهم", "a\u200bb", "김민준", "⠁", "a\u034fb"} {
 		assert.NoError(t, checkText("reason", v, maxTextLen), "%q", v)
 	}
 }

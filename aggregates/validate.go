@@ -154,11 +154,16 @@ func checkOptionalText(field, v string, max int) error {
 	return nil
 }
 
-// blankRune is white space or an invisible format character (a zero-width
-// space or joiner, a bidi mark, a byte order mark): a text of nothing else
-// shows nothing. Inside a text they stay (a zero-width non-joiner is part
-// of Persian and Kurdish spelling).
-func blankRune(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
+// blankRune is white space, an invisible format character (a zero-width
+// space or joiner, a bidi mark, a byte order mark), another character
+// Unicode says to show as nothing (a Hangul filler, the combining grapheme
+// joiner, a variation selector) or the blank Braille pattern: a text of
+// nothing else shows nothing. Inside a text they stay (a zero-width
+// non-joiner is part of Persian and Kurdish spelling).
+func blankRune(r rune) bool {
+	return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		unicode.Is(unicode.Variation_Selector, r) || r == '\u2800'
+}
 
 // isControl is a C0 or C1 control character, DEL included.
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
