@@ -368,11 +368,30 @@ var settingsErrors = []struct {
 	{"callback with a space", SiteSettings{CallbackURL: ptr("https://shop.example/ok k")}, "callbackUrl"},
 	{"callback with only a port", SiteSettings{CallbackURL: ptr("https://:443/cb")}, "callbackUrl"},
 	{"return URL with a space", SiteSettings{ReturnURL: ptr("https://shop.example/back to")}, "returnUrl"},
+	{"callback with a zero-width space", SiteSettings{CallbackURL: ptr("https://shop.example/c\u200bb")}, "callbackUrl"},
+	{"callback with a bidi override", SiteSettings{CallbackURL: ptr("https://shop.example/\u202ebc")}, "callbackUrl"},
+	{"return URL with a control character", SiteSettings{ReturnURL: ptr("https://shop.example/\u0085")}, "returnUrl"},
 	{"ttl too short", SiteSettings{DepositTTLSeconds: ptr(int64(59))}, "depositTtlSeconds"},
 	{"ttl zero", SiteSettings{DepositTTLSeconds: ptr(int64(0))}, "depositTtlSeconds"},
 	{"ttl too long", SiteSettings{DepositTTLSeconds: ptr(int64(604801))}, "depositTtlSeconds"},
 	{"negative rateLimit", SiteSettings{RateLimit: ptr(int64(-1))}, "rateLimit"},
 	{"rateLimit too high", SiteSettings{RateLimit: ptr(int64(1_000_001))}, "rateLimit"},
+}
+
+// TestWebURL_saysWhy: a refused URL is told what is wrong with it.
+func TestWebURL_saysWhy(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://shop.example/" + strings.Repeat("a", 2048): "at most 2048 bytes",
+		"https://shop.example/c\u200bb":                     "invisible characters",
+		"ftp://shop.example/cb":                             "absolute http or https URL",
+		"https://u:p@shop.example/cb":                       "user name or password",
+		"https://shop.example:0/cb":                         "port from 1 to 65535",
+		"https://shop.example:443/cb":                       "",
+		"http://مثال.example/رد":                            "",
+	} {
+		assert.Equal(t, want != "", webURL(raw) != "", raw)
+		assert.Contains(t, webURL(raw), want, raw)
+	}
 }
 
 func TestCreateSiteValidation(t *testing.T) {

@@ -41,8 +41,10 @@ func validateSettings(st SiteSettings) error {
 	if st.RateLimit != nil && (*st.RateLimit < 0 || *st.RateLimit > 1_000_000) {
 		return fieldErr("rateLimit", ErrInvalidRequest, "rateLimit must be 0 (no limit) to 1000000 requests per second")
 	}
-	if st.ReturnURL != nil && *st.ReturnURL != "" && !webURL(*st.ReturnURL) {
-		return fieldErr("returnUrl", ErrInvalidRequest, "returnUrl must be an absolute http or https URL (\"\" removes it)")
+	if st.ReturnURL != nil && *st.ReturnURL != "" {
+		if why := webURL(*st.ReturnURL); why != "" {
+			return fieldErr("returnUrl", ErrInvalidRequest, "returnUrl %s (\"\" removes it)", why)
+		}
 	}
 	if st.SupportContact != nil && *st.SupportContact != "" {
 		if err := checkText("supportContact", *st.SupportContact, maxTextLen); err != nil {
@@ -84,26 +86,37 @@ func ParseAllowEntry(s string) (netip.Prefix, error) {
 
 // ValidateCallbackURL requires an absolute http or https URL with a host.
 func ValidateCallbackURL(raw string) error {
-	if !webURL(raw) {
-		return fieldErr("callbackUrl", ErrInvalidRequest, "callbackUrl must be an absolute http or https URL")
+	if why := webURL(raw); why != "" {
+		return fieldErr("callbackUrl", ErrInvalidRequest, "callbackUrl %s", why)
 	}
 	return nil
 }
 
-// webURL reports whether raw is an absolute http or https URL with a host,
-// a port (if any) that exists, no user information, no white space, at
-// most 2048 bytes: one that can be called (or followed) as it is written.
-func webURL(raw string) bool {
+// webURL says what keeps raw from being an absolute http or https URL with
+// a host, a port (if any) that exists, no user information, no white space,
+// control or invisible character, at most 2048 bytes: one that can be
+// called (or followed) as it is written, and read as it will be called.
+// "" is a usable URL.
+func webURL(raw string) string {
+	if len(raw) > 2048 {
+		return "must be at most 2048 bytes"
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || isControl(r) || blankRune(r) }) {
+		return "must not hold white space, control or invisible characters"
+	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" || u.User != nil ||
-		len(raw) > 2048 || strings.ContainsFunc(raw, unicode.IsSpace) {
-		return false
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
+		return "must be an absolute http or https URL"
+	}
+	if u.User != nil {
+		return "must not hold a user name or password"
 	}
 	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		return err == nil && n >= 1 && n <= 65535
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "must have a port from 1 to 65535"
+		}
 	}
-	return true
+	return ""
 }
 
 func (s *Site) validateRequest(r Request, k Kind) error {

@@ -59,6 +59,7 @@ func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {
 			c := cs[0]
 			require.NoError(t, wh.Verify(c.Body, c.Header), "verifies with the Standard Webhooks library")
 			assert.Equal(t, "application/json", c.Header.Get("Content-Type"))
+			assert.Empty(t, c.Header.Get("Accept-Encoding"), "only the documented headers")
 			_, _, ok := ParseWebhookID(c.ID)
 			assert.True(t, ok, "webhook-id %q", c.ID)
 			ts, err := strconv.ParseInt(c.Timestamp, 10, 64)
