@@ -79,6 +79,7 @@ var errorTable = []errorRule{
 	{aggregates.ErrOperatorRevoked, 409, "conflict", "id", "the operator is already revoked"},
 	{aggregates.ErrOperatorExists, 409, "conflict", "id", "it already exists"},
 	{records.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
+	{records.ErrCursorFilters, 400, "invalid_request", "cursor", "cursor was issued for other filters or the other order: page with the filters and order of the first page"},
 	{callbacks.ErrEventNotFound, 404, "not_found", "eventId", "no such callback event"},
 	{callbacks.ErrNoCallbackURL, 409, "invalid_transition", "eventId", "the event's site has no callbackUrl"},
 	{callbacks.ErrNoDispatcher, 503, "unavailable", "", "no callback dispatcher is running (a gateway with callbacks on, or 'gateway callbacks'); try again once one is"},

@@ -124,6 +124,7 @@ func TestOpsSearch_refused(t *testing.T) {
 	s.seedBanks()
 	st := s.newSite(nil, 0)
 	long := strings.Repeat("x", 257)
+	cur := url.QueryEscape(deref(oldestCursor(t, s, st)))
 	cases := []struct{ query, field, message string }{
 		{"processid=order-1", "processid", `unknown parameter "processid"`},
 		{"q=ali", "q", "the filters are cursor, from, limit, maxAmount, method, minAmount, name, order, processId, site, status, to, transactionId, type, userId"},
@@ -145,8 +146,11 @@ func TestOpsSearch_refused(t *testing.T) {
 		{"from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "to", "after from"},
 		{"from=2026-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "to", "after from"},
 		{"order=random", "order", "oldest or newest"},
-		// A cursor of one order does not continue the other.
-		{"order=newest&cursor=" + url.QueryEscape(deref(oldestCursor(t, s, st))), "cursor", ""},
+		// A cursor of one order does not continue the other, nor one of
+		// other filters: it would page through another listing.
+		{"order=newest&site=" + st.ID + "&cursor=" + cur, "cursor", "other filters or the other order"},
+		{"status=pending&site=" + st.ID + "&cursor=" + cur, "cursor", "other filters or the other order"},
+		{"cursor=" + cur, "cursor", "other filters or the other order"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {

@@ -3,7 +3,9 @@ package records
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,25 +68,57 @@ func TestBuildRecordShapes(t *testing.T) {
 }
 
 func TestCursor(t *testing.T) {
+	f := Filter{SiteID: "s1", Status: aggregates.StatusPending, Name: "ali", From: time.Unix(1700000000, 0)}
 	for _, o := range []Order{Oldest, Newest} {
-		c := encodeCursor(o, pos{42, 3})
-		p, started, err := decodeCursor(c, o)
+		f.Order = o
+		c := encodeCursor(f, pos{42, 3})
+		p, started, err := decodeCursor(c, f)
 		require.NoError(t, err)
 		assert.True(t, started)
 		assert.Equal(t, pos{42, 3}, p)
-		// A cursor of the other order would skip or repeat transactions.
-		_, _, err = decodeCursor(c, 1-o)
-		assert.ErrorIs(t, err, ErrBadCursor)
+		// A cursor of the other order would skip or repeat transactions;
+		// one of other filters would page through another listing.
+		other := f
+		other.Order = 1 - o
+		_, _, err = decodeCursor(c, other)
+		assert.ErrorIs(t, err, ErrCursorFilters)
+		for _, change := range []func(*Filter){
+			func(g *Filter) { g.SiteID = "s2" },
+			func(g *Filter) { g.Status = aggregates.StatusApproved },
+			func(g *Filter) { g.Name = "alі" },
+			func(g *Filter) { g.From = time.Time{} },
+			func(g *Filter) { g.MaxAmount = 1 },
+		} {
+			g := f
+			change(&g)
+			_, _, err = decodeCursor(c, g)
+			assert.ErrorIs(t, err, ErrCursorFilters, "%+v", g)
+		}
+		// The page size is no filter.
+		g := f
+		g.Limit = 7
+		_, _, err = decodeCursor(c, g)
+		assert.NoError(t, err)
 	}
-	_, started, err := decodeCursor("", Oldest)
+	oldest := Filter{Order: Oldest}
+	_, started, err := decodeCursor("", oldest)
 	require.NoError(t, err)
 	assert.False(t, started)
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	// A cursor of the version before (no fingerprint) is still taken, its
+	// order checked.
+	p, _, err := decodeCursor(enc("c2:0:12:1"), Filter{Order: Oldest, SiteID: "s9"})
+	require.NoError(t, err)
+	assert.Equal(t, pos{12, 1}, p)
+	_, _, err = decodeCursor(enc("c2:0:12:1"), Filter{Order: Newest})
+	assert.ErrorIs(t, err, ErrCursorFilters)
 	for _, bad := range []string{"!!", "czE", enc("s1\x001"), enc("c2:0:0:0"), enc("c2:0:1"), enc("c2:0:1:2:3"),
 		enc("c1:0:1:0"), enc("c2:0:-1:0"), enc("c2:0:1:70000"), enc("c2:0:x:0"), enc("c2:0:18446744073709551616:0"),
+		enc("c3:0:12:0"), enc("c3:0:00000000:0:0"),
 		// Other spellings of a position this server would issue otherwise.
-		enc("c2:0:012:0"), enc("c2:0:12:00"), enc("c2:0:+12:0"), encodeCursor(Oldest, pos{12, 0}) + "A"} {
-		_, _, err := decodeCursor(bad, Oldest)
+		enc("c2:0:012:0"), enc("c2:0:12:00"), enc("c2:0:+12:0"), encodeCursor(oldest, pos{12, 0}) + "A",
+		enc(fmt.Sprintf("c3:0:%08x:012:0", oldest.fingerprint()))} {
+		_, _, err := decodeCursor(bad, oldest)
 		assert.ErrorIs(t, err, ErrBadCursor, bad)
 	}
 }

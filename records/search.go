@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,6 +64,10 @@ type Filter struct {
 // ErrBadCursor is returned for a cursor this server did not issue.
 var ErrBadCursor = errors.New("invalid cursor")
 
+// ErrCursorFilters is returned for a cursor issued for other filters or
+// the other order.
+var ErrCursorFilters = errors.New("cursor of other filters")
+
 // ScanBudget is how many creation events one page reads at most to check
 // the filters that only the creation event can answer (name, method, a
 // withdrawal's userId, the creation time). The in-memory state holds what
@@ -101,7 +106,7 @@ func (r *Reader) List(ctx context.Context, f Filter) (Page[OpsRecord], error) {
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
-	after, started, err := decodeCursor(f.Cursor, f.Order)
+	after, started, err := decodeCursor(f.Cursor, f)
 	if err != nil {
 		return Page[OpsRecord]{}, err
 	}
@@ -200,7 +205,7 @@ func (sc *scan) page(ctx context.Context) (Page[OpsRecord], error) {
 
 // finish ends a page that has more after last.
 func (sc *scan) finish(page Page[OpsRecord], last pos) (Page[OpsRecord], error) {
-	c := encodeCursor(sc.f.Order, last)
+	c := encodeCursor(sc.f, last)
 	page.NextCursor = &c
 	return page, nil
 }
@@ -434,18 +439,42 @@ func (r *Reader) firstAtOrAfter(ctx context.Context, t time.Time, last uint64) (
 	return lo, nil
 }
 
-// A cursor is the listing's order and the place of the last transaction
-// the page examined.
-const cursorVersion = "c2"
+// A cursor is the listing's order, a fingerprint of its filters, and the
+// place of the last transaction the page examined. The fingerprint holds a
+// cursor to the filters it was issued for: with others it would page
+// through another listing from the middle, which looks like a result.
+const cursorVersion = "c3"
 
-func encodeCursor(o Order, p pos) string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%d:%d:%d", cursorVersion, o, p.seq, p.ev))
+// cursorV2 is the previous version, without the fingerprint: a cursor a
+// gateway of the version before issued is still taken (a listing paged
+// across an upgrade), with its order checked.
+const cursorV2 = "c2"
+
+func encodeCursor(f Filter, p pos) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s:%d:%08x:%d:%d", cursorVersion, f.Order, f.fingerprint(), p.seq, p.ev))
+}
+
+// fingerprint hashes the filters (not the order, which the cursor names,
+// nor the cursor and the page size).
+func (f Filter) fingerprint() uint32 {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%q|%d|%d|%q|%q|%q|%d|%d|%q|%q|%d|%d", f.SiteID, f.Kind, f.Status, f.TxID, f.ProcessID, f.UserID,
+		f.MinAmount, f.MaxAmount, f.Name, f.Method, unixNanoOrZero(f.From), unixNanoOrZero(f.To))
+	return h.Sum32()
+}
+
+func unixNanoOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 // decodeCursor parses a cursor, which comes back from outside like any
-// other input. A cursor of the other order is refused: it would skip or
-// repeat transactions.
-func decodeCursor(c string, o Order) (pos, bool, error) {
+// other input. A cursor of the other order or of other filters is refused
+// (ErrCursorFilters): it would skip or repeat transactions, or page through
+// another listing.
+func decodeCursor(c string, f Filter) (pos, bool, error) {
 	if c == "" {
 		return pos{}, false, nil
 	}
@@ -454,19 +483,32 @@ func decodeCursor(c string, o Order) (pos, bool, error) {
 		return pos{}, false, ErrBadCursor
 	}
 	parts := strings.Split(string(b), ":")
-	if len(parts) != 4 || parts[0] != cursorVersion || parts[1] != strconv.Itoa(int(o)) {
+	var order, fp, seqS, evS string
+	switch {
+	case len(parts) == 5 && parts[0] == cursorVersion:
+		order, fp, seqS, evS = parts[1], parts[2], parts[3], parts[4]
+	case len(parts) == 4 && parts[0] == cursorV2:
+		order, seqS, evS = parts[1], parts[2], parts[3]
+	default:
 		return pos{}, false, ErrBadCursor
 	}
-	seq, err1 := strconv.ParseUint(parts[2], 10, 64)
-	ev, err2 := strconv.ParseUint(parts[3], 10, 16)
+	seq, err1 := strconv.ParseUint(seqS, 10, 64)
+	ev, err2 := strconv.ParseUint(evS, 10, 16)
 	if err1 != nil || err2 != nil || seq == 0 {
 		return pos{}, false, ErrBadCursor
 	}
 	p := pos{seq, uint16(ev)}
-	if encodeCursor(o, p) != c {
-		// Another spelling of a position (a leading zero, other base64
-		// padding bits) was not issued by this server.
+	// The one spelling this server writes: another (a leading zero,
+	// other base64 padding bits) was not issued by it.
+	spelled := fmt.Sprintf("%s:%s:%d:%d", parts[0], order, p.seq, p.ev)
+	if fp != "" {
+		spelled = fmt.Sprintf("%s:%s:%s:%d:%d", parts[0], order, fp, p.seq, p.ev)
+	}
+	if base64.RawURLEncoding.EncodeToString([]byte(spelled)) != c {
 		return pos{}, false, ErrBadCursor
+	}
+	if order != strconv.Itoa(int(f.Order)) || parts[0] == cursorVersion && fp != fmt.Sprintf("%08x", f.fingerprint()) {
+		return pos{}, false, ErrCursorFilters
 	}
 	return p, true, nil
 }
