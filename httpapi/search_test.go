@@ -71,6 +71,7 @@ func TestOpsSearch(t *testing.T) {
 		{"status=pending&type=deposit", txIDs(d0, d1, d4)},
 		{"status=approved", txIDs(d3)},
 		{"from=" + at(d3), txIDs(d3, d4, w5)},
+		{"from=" + strings.ToLower(at(d3)), txIDs(d3, d4, w5)}, // RFC 3339 allows "t" and "z"
 		{"to=" + at(d3), txIDs(d0, d1, w2)},
 		{"from=" + at(d1) + "&to=" + at(d4), txIDs(d1, w2, d3)},
 		{"from=" + url.QueryEscape(time.Now().Add(24*time.Hour).Format(time.RFC3339)), txIDs()},
@@ -143,6 +144,8 @@ func TestOpsSearch_refused(t *testing.T) {
 		{"minAmount=500&maxAmount=100", "maxAmount", "below minAmount"},
 		{"from=yesterday", "from", "RFC 3339"},
 		{"to=2026-13-01T00:00:00Z", "to", "RFC 3339"},
+		{"from=" + url.QueryEscape("2026-01-02T00:00:00-24:00"), "from", "RFC 3339"},
+		{"from=" + url.QueryEscape("2026-01-02T00:00:00+00:60"), "from", "RFC 3339"},
 		{"from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", "to", "after from"},
 		{"from=2026-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "to", "after from"},
 		{"order=random", "order", "oldest or newest"},

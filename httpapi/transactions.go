@@ -173,13 +173,24 @@ func queryAmount(field, v string) (int64, error) {
 	return n, nil
 }
 
-// queryTime reads a time bound: RFC 3339, as records show times.
+// queryTime reads a time bound: RFC 3339, as records show times; its "T"
+// and "Z" may be lower case (RFC 3339 section 5.6), and its offset is
+// checked as Go's parser does not: an hour past 23 or a minute past 59
+// ("-24:00") is no offset.
 func queryTime(field, v string) (time.Time, error) {
+	v = strings.ToUpper(v)
 	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
+	if err != nil || !strings.HasSuffix(v, "Z") && !validOffset(v[len(v)-6:]) {
 		return time.Time{}, errBad("invalid_request", field, field+" must be a time in RFC 3339, e.g. 2026-01-02T15:04:05Z")
 	}
 	return t, nil
+}
+
+// validOffset reports whether off, "±hh:mm", is an offset RFC 3339 allows.
+func validOffset(off string) bool {
+	h, err1 := strconv.Atoi(off[1:3])
+	m, err2 := strconv.Atoi(off[4:6])
+	return err1 == nil && err2 == nil && h <= 23 && m <= 59
 }
 
 func (s *Server) opsTransaction(w http.ResponseWriter, r *http.Request) {
