@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -1018,7 +1019,11 @@ func TestReasonAndReferenceText(t *testing.T) {
 		} {
 			d, err := f.try(c.cmd)
 			requireErr(t, d, err, ErrInvalidRequest, c.field)
-			assert.Contains(t, err.Error(), "valid text", "%T %q", c.cmd, v)
+			why := "must not hold control characters"
+			if !utf8.ValidString(v) {
+				why = "must be valid UTF-8 text"
+			}
+			assert.Contains(t, err.Error(), why, "%T %q", c.cmd, v)
 		}
 	}
 	assert.Equal(t, before, observe(f.s))

@@ -161,8 +161,13 @@ func checkText(field, v string, max int) error {
 // checkOptionalText is checkText for a field that may be left empty (a
 // payment's reference).
 func checkOptionalText(field, v string, max int) error {
-	if len(v) > max || !utf8.ValidString(v) || strings.ContainsFunc(v, isControl) {
+	switch {
+	case len(v) > max:
 		return fieldErr(field, ErrInvalidRequest, "%s must be valid text of at most %d bytes", field, max)
+	case !utf8.ValidString(v):
+		return fieldErr(field, ErrInvalidRequest, "%s must be valid UTF-8 text", field)
+	case strings.ContainsFunc(v, isControl):
+		return fieldErr(field, ErrInvalidRequest, "%s must not hold control characters", field)
 	}
 	return nil
 }
