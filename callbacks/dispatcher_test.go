@@ -802,3 +802,23 @@ func TestPost_switchingProtocolsIsAFailedAttempt(t *testing.T) {
 	assert.Equal(t, http.StatusSwitchingProtocols, o.code)
 	assert.Contains(t, o.err, "HTTP 101")
 }
+
+// An overdue deposit approved before the sweep reached it is expired and
+// approved in one message (aggregates: ApproveDeposit): two callbacks, in
+// that order, the approval's previousStatus expired.
+func TestDispatcher_expiredAndApprovedInOneMessage(t *testing.T) {
+	f := newFixture(t)
+	rcv := newReceiver(t, nil)
+	f.createSite("s1", rcv.url("/"))
+	tx, req := f.depositEvent("s1", 10000, time.Now().Add(-time.Second))
+	f.append("s1", req)
+	f.dispatcher(Config{})
+	f.append("s1", ev(&events.DepositExpired{TxID: tx}, time.Now()), ev(&events.DepositApproved{TxID: tx, Amount: 10000, Requested: 10000}, time.Now()))
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.byTx(tx)) == 2 }, "both callbacks")
+	cs := rcv.byTx(tx)
+	assert.Equal(t, TypeDepositExpired, cs[0].Msg.Type)
+	assert.Equal(t, "pending", cs[0].Msg.Data["previousStatus"])
+	assert.Equal(t, TypeDepositApproved, cs[1].Msg.Type)
+	assert.Equal(t, "expired", cs[1].Msg.Data["previousStatus"])
+	assert.Equal(t, "approved", cs[1].Msg.Data["status"])
+}

@@ -236,8 +236,11 @@ func aliasAndSandboxAcross(t *testing.T, a, b string, site creds) {
 	defer cancel()
 	connected := make(chan struct{}, 1)
 	got := make(chan client.StreamEvent, 4)
+	bctx, stopB := context.WithCancel(sctx)
+	bDone := make(chan struct{})
 	go func() {
-		_ = client.New(b, sb.AppKey, sb.Secret).Callbacks(sctx, "", func(ev client.StreamEvent) error { got <- ev; return nil }, nil,
+		defer close(bDone)
+		_ = client.New(b, sb.AppKey, sb.Secret).Callbacks(bctx, "", func(ev client.StreamEvent) error { got <- ev; return nil }, nil,
 			client.OnConnect(func(string) {
 				select {
 				case connected <- struct{}{}:
@@ -296,12 +299,35 @@ func aliasAndSandboxAcross(t *testing.T, a, b string, site creds) {
 	e, err = merchant(sb, "POST", a, "/v1/sandbox/transactions/"+tx+"/callbacks", url.Values{"type": {"deposit.rejected"}}.Encode())
 	require.NoError(t, err)
 	require.Equal(t, 200, e.Status, "a test callback through a: %s", e.Code)
+	var last string
 	select {
 	case ev := <-got:
 		assert.Equal(t, "deposit.rejected", ev.Type, "the test callback streamed through b")
 		assert.Contains(t, string(ev.Body), `"test":true`)
+		last = ev.ID
 	case <-sctx.Done():
 		t.Fatal("the test callback asked through a was not streamed through b")
+	}
+
+	// Resumed on the other gateway: the stream through b ends, a callback
+	// is stored through b meanwhile, and a stream through a opened after
+	// the last event b streamed starts with that callback: nothing before
+	// it again, nothing missed.
+	stopB()
+	<-bDone
+	e, err = merchant(sb, "POST", b, "/v1/sandbox/transactions/"+tx+"/callbacks", url.Values{"type": {"deposit.expired"}}.Encode())
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, "a test callback through b: %s", e.Code)
+	resumed := make(chan client.StreamEvent, 4)
+	go func() {
+		_ = client.New(a, sb.AppKey, sb.Secret).Callbacks(sctx, last, func(ev client.StreamEvent) error { resumed <- ev; return nil }, nil)
+	}()
+	select {
+	case ev := <-resumed:
+		assert.Equal(t, "deposit.expired", ev.Type, "the callback stored while no stream was open, first after %s", last)
+		assert.NotEqual(t, last, ev.ID)
+	case <-sctx.Done():
+		t.Fatalf("the stream through a resumed after %s gave nothing", last)
 	}
 }
 
