@@ -186,3 +186,49 @@ func checkRecordAt(stream string, r recordAt) error {
 	}
 	return nil
 }
+
+// checkAcknowledged reads every record of the stream's block files up to
+// sequence upTo (the durable mark: what the store's own fsync rounds put on
+// disk, all of it acknowledged) and refuses, with ErrHistoryLost naming
+// it, one whose checksum fails. The server, its index intact, would count
+// such a message as stored and fail only when it is read (a status lookup,
+// an audit); its history is lost as surely as a missing one's, and the
+// store refuses it as it refuses a gap (docs/ARCHITECTURE.md, "A history
+// shorter than what was on disk is refused"). Records past upTo were never
+// answered and are the server's to recover.
+func checkAcknowledged(mdir, stream string, upTo uint64) error {
+	blocks, err := blockFiles(mdir)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", stream, err)
+	}
+	le := binary.LittleEndian
+	for _, bf := range blocks {
+		path := filepath.Join(mdir, bf.name)
+		buf, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", stream, err)
+		}
+		key := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", stream, bf.index)))
+		hh, err := highwayhash.New64(key[:])
+		if err != nil {
+			return err
+		}
+		for off := 0; len(buf)-off >= blkRecordHead+blkChecksum; {
+			rl := le.Uint32(buf[off:])
+			hasHdr := rl&blkHeaderBit != 0
+			rl &^= blkHeaderBit
+			seq := le.Uint64(buf[off+4:])
+			if rl < blkRecordHead+blkChecksum || rl > blkMaxRecord || int(rl) > len(buf)-off {
+				break // the server rebuilds this block; a loss shows as a gap
+			}
+			if s := seq &^ (blkErasedBit | blkTombBit); seq&blkTombBit == 0 && s <= upTo {
+				if _, _, why := checkRecord(hh, buf[off:off+int(rl)], hasHdr); why != "" {
+					return fmt.Errorf("%w: stream %s, block file %s, record at byte %d (sequence %d, acknowledged and put on disk): %s; restore the data directory from a backup",
+						ErrHistoryLost, stream, path, off, s, why)
+				}
+			}
+			off += int(rl)
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package jsstore_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gateway/events"
 	"gateway/events/jsstore"
 )
 
@@ -86,4 +88,36 @@ func TestRunServer_damagedSequenceFieldIsRefused(t *testing.T) {
 			assert.Contains(t, err.Error(), "checksum mismatch")
 		})
 	}
+}
+
+// A message acknowledged and put on disk whose record no longer passes its
+// checksum (a flipped bit in a message) is a lost message: the server, its
+// index intact, would count it and fail only when it is read. The open
+// with the durable mark refuses it, naming it; past the mark (never
+// answered) it is the server's to recover.
+func TestOpen_damagedAcknowledgedMessageIsRefused(t *testing.T) {
+	ctx := context.Background()
+	const n = 30
+	srv, nc := syncedHistory(t, n)
+	nc.Close()
+	srv.Stop()
+	path := filepath.Join(msgsDir(srv), "1.blk")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	offs := recordOffsets(t, b)
+	b[offs[10]-9] ^= 0x01 // the last message byte of record 10 (sequence 10)
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	srv.Restart()
+	nc = srv.Conn("after")
+
+	_, err = jsstore.Open(ctx, nc, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	require.ErrorIs(t, err, jsstore.ErrHistoryLost)
+	assert.Contains(t, err.Error(), fmt.Sprintf("record at byte %d (sequence 10", offs[9]))
+	// Without the mark nothing says it was acknowledged.
+	_, err = jsstore.Open(ctx, nc, jsstore.Options{})
+	require.NoError(t, err)
+	// With the mark below it, it was never answered.
+	require.NoError(t, os.WriteFile(filepath.Join(srv.Dir(), "durable-"+events.StreamName), fmt.Appendf(nil, "%020d\n", 9), 0o600))
+	_, err = jsstore.Open(ctx, nc, jsstore.Options{Files: srv.Dir(), SyncFiles: true})
+	require.NoError(t, err)
 }
