@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -202,10 +203,10 @@ func checkAcknowledged(mdir, stream string, upTo uint64) error {
 		return fmt.Errorf("stream %s: %w", stream, err)
 	}
 	le := binary.LittleEndian
+	var buf []byte // one block at a time, reused: a restart's memory peak counts
 	for _, bf := range blocks {
 		path := filepath.Join(mdir, bf.name)
-		buf, err := os.ReadFile(path)
-		if err != nil {
+		if buf, err = readInto(buf, path); err != nil {
 			return fmt.Errorf("stream %s: %w", stream, err)
 		}
 		key := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", stream, bf.index)))
@@ -231,4 +232,27 @@ func checkAcknowledged(mdir, stream string, upTo uint64) error {
 		}
 	}
 	return nil
+}
+
+// readInto reads the file at path into buf, grown if need be.
+func readInto(buf []byte, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return buf, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return buf, err
+	}
+	n := int(st.Size())
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	k, err := io.ReadFull(f, buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil // shorter than it was a moment ago: what is there
+	}
+	return buf[:k], err
 }
