@@ -21,6 +21,8 @@ type pageText struct {
 	Title, PayTo, Method, Recipient, Number, Amount, Copy, Copied, ExpiresIn, Expired string
 	Exact, Approved, Rejected, ExpiredFinal, Pending, Currency, Merchant, Order       string
 	Back, Support                                                                     string
+	// Test marks a sandbox site's page: nothing on it is paid or credited.
+	Test string
 }
 
 var pageTexts = map[string]pageText{
@@ -30,21 +32,24 @@ var pageTexts = map[string]pageText{
 		Approved: "Your deposit was received and approved.", Rejected: "This deposit was rejected.",
 		ExpiredFinal: "This deposit request has expired. If you already paid, contact support.",
 		Pending:      "Waiting for your transfer…", Currency: "IQD", Merchant: "Paying", Order: "Order reference",
-		Back: "Back to the shop", Support: "Help"},
+		Back: "Back to the shop", Support: "Help",
+		Test: "Test payment (sandbox): do not send money. Nothing on this page is paid or credited."},
 	"ar": {Title: "إيداع", PayTo: "أرسل هذا المبلغ بالضبط في تحويل واحد من محفظتك الخاصة", Method: "طريقة الدفع",
 		Recipient: "اسم المستلم", Number: "رقم المستلم", Amount: "المبلغ", Copy: "نسخ", Copied: "تم النسخ",
 		ExpiresIn: "الوقت المتبقي", Expired: "انتهى الوقت", Exact: "يجب أن يطابق المبلغ تماماً.",
 		Approved: "تم استلام إيداعك والموافقة عليه.", Rejected: "تم رفض هذا الإيداع.",
 		ExpiredFinal: "انتهت صلاحية طلب الإيداع هذا. إذا كنت قد دفعت بالفعل، فاتصل بالدعم.",
 		Pending:      "بانتظار تحويلك…", Currency: "د.ع", Merchant: "الدفع إلى", Order: "رقم الطلب",
-		Back: "العودة إلى المتجر", Support: "المساعدة"},
+		Back: "العودة إلى المتجر", Support: "المساعدة",
+		Test: "دفعة تجريبية (بيئة اختبار): لا ترسل أي أموال. لا يُدفع أو يُضاف أي شيء من هذه الصفحة."},
 	"ku": {Title: "پارەدانان", PayTo: "ئەم بڕە بە تەواوی لە یەک گواستنەوەدا لە جزدانی خۆتەوە بنێرە", Method: "ڕێگای پارەدان",
 		Recipient: "ناوی وەرگر", Number: "ژمارەی وەرگر", Amount: "بڕ", Copy: "لەبەرگرتنەوە", Copied: "لەبەرگیرایەوە",
 		ExpiresIn: "کاتی ماوە", Expired: "کات تەواو بوو", Exact: "بڕەکە دەبێت وەک خۆی بێت.",
 		Approved: "پارەکەت گەیشت و پەسەند کرا.", Rejected: "ئەم پارەدانانە ڕەتکرایەوە.",
 		ExpiredFinal: "ماوەی ئەم داواکارییە بەسەرچوو. ئەگەر پارەت داوە، پەیوەندی بە پشتگیرییەوە بکە.",
 		Pending:      "چاوەڕێی گواستنەوەکەتین…", Currency: "د.ع", Merchant: "پارەدان بۆ", Order: "ژمارەی داواکاری",
-		Back: "گەڕانەوە بۆ فرۆشگا", Support: "یارمەتی"},
+		Back: "گەڕانەوە بۆ فرۆشگا", Support: "یارمەتی",
+		Test: "پارەدانی تاقیکاری (سەندبۆکس): هیچ پارەیەک مەنێرە. لەم پەڕەیەوە هیچ شتێک نادرێت و زیاد ناکرێت."},
 }
 
 type pageData struct {
@@ -59,6 +64,11 @@ type pageData struct {
 	// ReturnURL and Support are the site's (docs/console.md "Hosted
 	// payment page"); "" for none.
 	ReturnURL, Support string
+	// Sandbox: the site is a sandbox, and the page says it is a test.
+	Sandbox bool
+	// Nonce lets the page's own script run, and no other
+	// (Content-Security-Policy).
+	Nonce string
 }
 
 var pageTmpl = template.Must(template.New("pay").Parse(`<!doctype html>
@@ -66,7 +76,7 @@ var pageTmpl = template.Must(template.New("pay").Parse(`<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.T.Title}} · {{.Amount}} {{.T.Currency}}</title>
+<title>{{if .Sandbox}}TEST · {{end}}{{.T.Title}} · {{.Amount}} {{.T.Currency}}</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans Arabic",Tahoma,sans-serif;background:#f4f5f7;margin:0;padding:16px;color:#1d2330}
 main{max-width:440px;margin:0 auto;background:#fff;border-radius:12px;padding:20px;box-shadow:0 1px 4px #0002}
@@ -77,10 +87,12 @@ button{border:1px solid #3461c1;background:#fff;color:#3461c1;border-radius:6px;
 button:focus-visible{outline:3px solid #f0b429;outline-offset:2px}
 .note{font-size:.9rem;color:#5b6475;margin-top:12px}.state{font-size:1.05rem;font-weight:600;margin:12px 0}
 .ok{color:#17803d}.bad{color:#b42318}.timer{font-variant-numeric:tabular-nums}
+.test{background:#fff4cc;border:2px solid #b7791f;color:#5c3d00;border-radius:8px;padding:8px 10px;font-weight:600;margin:0 0 12px}
 </style>
 </head>
 <body>
 <main data-status="{{.Status}}" data-status-url="{{.StatusURL}}">
+{{if .Sandbox}}<p class="test" id="test" role="note">{{.T.Test}}</p>{{end}}
 <h1>{{.T.Title}}</h1>
 <p class="merchant">{{.T.Merchant}} <b id="merchant">{{.Merchant}}</b></p>
 <div class="row"><span class="label">{{.T.Order}}</span><span class="value ltr" id="order">{{.Rec.ProcessID}}</span></div>
@@ -100,7 +112,7 @@ button:focus-visible{outline:3px solid #f0b429;outline-offset:2px}
 {{if .Support}}<p class="note">{{.T.Support}}: <span id="support" dir="auto">{{.Support}}</span></p>{{end}}
 {{if .ReturnURL}}<p><a id="return" href="{{.ReturnURL}}" rel="noreferrer">{{.T.Back}}</a></p>{{end}}
 </main>
-<script>
+<script nonce="{{.Nonce}}">
 (function(){
 var main=document.querySelector("main"),state=document.getElementById("state");
 // Copy buttons work on plain HTTP too, where the Clipboard API is missing.
@@ -180,10 +192,11 @@ func (s *Server) hostedPage(w http.ResponseWriter, r *http.Request) {
 		AcctName: rec.Deposit.BankAccountName, AcctNum: rec.Deposit.BankAccountIban,
 		StatusURL: "/pay/" + string(id) + "/status?t=" + url.QueryEscape(tok)}
 	if cfg, ok := s.cfg.Ledger.SiteConfig(id.Site()); ok {
-		d.Merchant, d.ReturnURL, d.Support = cfg.Name, cfg.ReturnURL, cfg.SupportContact
+		d.Merchant, d.ReturnURL, d.Support, d.Sandbox = cfg.Name, cfg.ReturnURL, cfg.SupportContact, cfg.Sandbox
 	}
 	d.ExpiresUnixMs = rec.ExpiresAtMs()
-	pageHeaders(w)
+	d.Nonce = newToken()
+	pageHeaders(w, d.Nonce)
 	if err := pageTmpl.Execute(w, d); err != nil {
 		s.log.ErrorContext(r.Context(), "hosted page", "tx", id, "err", err)
 	}
@@ -272,15 +285,22 @@ func dir(lang string) string {
 }
 
 // pageHeaders are the hosted pages' headers: never cached, never framed,
-// no referrer leaking the token, scripts and styles only inline.
-func pageHeaders(w http.ResponseWriter) {
+// no referrer leaking the token, styles only inline, and no script but the
+// page's own, which carries nonce ("" for a page without a script): one
+// escaping slip that let a merchant's text into the page would still not
+// run.
+func pageHeaders(w http.ResponseWriter, nonce string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'")
+	script := "'none'"
+	if nonce != "" {
+		script = "'nonce-" + nonce + "'"
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src "+script+"; connect-src 'self'; base-uri 'none'; form-action 'none'")
 }
 
 // errorTexts are the hosted page's error pages, by status and language.
@@ -324,7 +344,7 @@ h1{font-size:1.2rem;margin:0 0 12px}p{color:#5b6475}
 func (s *Server) hostedError(w http.ResponseWriter, r *http.Request, status int) {
 	lang := pageLang(r)
 	t := errorTexts[status][lang]
-	pageHeaders(w)
+	pageHeaders(w, "")
 	w.WriteHeader(status)
 	if err := errorTmpl.Execute(w, struct{ Lang, Dir, Title, Text string }{htmlLang(lang), dir(lang), t[0], t[1]}); err != nil {
 		s.log.ErrorContext(r.Context(), "hosted error page", "err", err)

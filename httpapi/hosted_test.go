@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,6 +92,17 @@ func TestHostedPage(t *testing.T) {
 			require.Contains(t, body, c.pending)
 			require.Contains(t, body, "data-copy=")
 			require.Contains(t, body, `data-expires="`)
+			require.NotContains(t, body, `id="test"`, "a live site's page is no test")
+			// Only the page's own script runs: its nonce, new on every
+			// page, is the only script source the policy allows.
+			csp := hdr.Get("Content-Security-Policy")
+			m := regexp.MustCompile(`script-src 'nonce-([A-Za-z0-9_-]{22,})';`).FindStringSubmatch(csp)
+			require.Len(t, m, 2, csp)
+			require.NotContains(t, csp, "script-src 'unsafe-inline'")
+			require.Contains(t, body, `<script nonce="`+m[1]+`">`)
+			require.Equal(t, 1, strings.Count(body, "<script"))
+			_, hdr2, _ := fetchPage(t, *d.rec.URL)
+			require.NotEqual(t, csp, hdr2.Get("Content-Security-Policy"), "a nonce is used once")
 		})
 	}
 	require.Len(t, deps, len(cases))
@@ -344,4 +356,28 @@ func TestHostedPage_returnAndSupport(t *testing.T) {
 	require.Equal(t, "site.page_updated.v1", items[1].Name, "after site.created, in its message")
 	require.Equal(t, items[0].Seq, items[1].Seq)
 	require.Equal(t, "site.page_updated.v1", items[len(items)-1].Name, "the removal, alone")
+}
+
+// TestHostedPage_sandboxSaysTest: a sandbox site's deposit page says, in
+// its language, that it is a test and no money is to be sent: the site's
+// methods may list real accounts.
+func TestHostedPage_sandboxSaysTest(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	sb := s.newSite(map[string]any{"hostedPage": true, "sandbox": true}, 0)
+	for lang, want := range map[string]string{
+		"en": "Test payment (sandbox): do not send money.",
+		"ar": "دفعة تجريبية (بيئة اختبار): لا ترسل أي أموال.",
+		"ku": "پارەدانی تاقیکاری (سەندبۆکس): هیچ پارەیەک مەنێرە.",
+	} {
+		f := depositForm("ZAINCASH", "sbx-"+lang, "u-"+lang, 5000)
+		f.Set("lang", lang)
+		d := rec(t, s.post(sb, pathDeposit, f))
+		require.NotNil(t, d.URL)
+		code, _, body := fetchPage(t, *d.URL)
+		require.Equal(t, 200, code, body)
+		require.Contains(t, body, `<p class="test" id="test" role="note">`+want)
+		require.Contains(t, body, "<title>TEST · ")
+	}
 }
