@@ -60,6 +60,9 @@ func TestMatches(t *testing.T) {
 	}
 	ali := dep(a, "m1", "u1", "Ali Kareem", 25000)
 	ahmed := dep(b, "m2", "u2", "أحمد حسن", 25000)
+	// A sandbox site's deposit of the same amount and name is no real
+	// transfer's: never proposed.
+	dep(s.newSite(map[string]any{"sandbox": true}, 0), "m9", "u9", "أحمد حسن", 25000)
 	sara := dep(a, "m3", "u3", "Sara Ahmed", 40000)
 	done := dep(a, "m4", "u4", "Done Already", 7000)
 	requireOK(t, s.ops("POST", "/ops/v1/deposits/"+done.TransactionID+"/approve", nil))
