@@ -159,7 +159,7 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 	switch c := cmd.(type) {
 	case ApproveDeposit:
 		if tx.Kind != KindDeposit || (tx.Status != StatusPending && tx.Status != StatusExpired) {
-			return s.refuse(i, tx, "approve")
+			return s.refuse(i, tx, KindDeposit, "approve")
 		}
 		amt := c.Amount
 		if amt == 0 {
@@ -189,7 +189,7 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		return Decision{Tx: i, Events: out}, nil
 	case RejectDeposit:
 		if tx.Kind != KindDeposit || tx.Status != StatusPending {
-			return s.refuse(i, tx, "reject")
+			return s.refuse(i, tx, KindDeposit, "reject")
 		}
 		if err := checkText("reason", c.Reason, maxTextLen); err != nil {
 			return Decision{Tx: i}, err
@@ -197,7 +197,7 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		return one(i, &events.DepositRejected{TxID: txID, Reason: c.Reason})
 	case ExpireDeposit:
 		if tx.Kind != KindDeposit || tx.Status != StatusPending {
-			return s.refuse(i, tx, "expire")
+			return s.refuse(i, tx, KindDeposit, "expire")
 		}
 		if c.Now && !s.Cfg.Sandbox {
 			return Decision{Tx: i}, ErrNotSandbox
@@ -226,12 +226,12 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		return one(i, &events.SandboxCallback{TxID: txID, Type: c.Type})
 	case ProcessWithdrawal:
 		if tx.Kind != KindWithdrawal || tx.Status != StatusPending {
-			return s.refuse(i, tx, "process")
+			return s.refuse(i, tx, KindWithdrawal, "process")
 		}
 		return one(i, &events.WithdrawalProcessing{TxID: txID})
 	case PayWithdrawal:
 		if tx.Kind != KindWithdrawal || tx.Status != StatusProcessing {
-			return s.refuse(i, tx, "pay")
+			return s.refuse(i, tx, KindWithdrawal, "pay")
 		}
 		if err := checkOptionalText("reference", c.Reference, maxTextLen); err != nil {
 			return Decision{Tx: i}, err
@@ -239,7 +239,7 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		return one(i, &events.WithdrawalPaid{TxID: txID, Reference: c.Reference})
 	case RejectWithdrawal:
 		if tx.Kind != KindWithdrawal || (tx.Status != StatusPending && tx.Status != StatusProcessing) {
-			return s.refuse(i, tx, "reject")
+			return s.refuse(i, tx, KindWithdrawal, "reject")
 		}
 		if err := checkText("reason", c.Reason, maxTextLen); err != nil {
 			return Decision{Tx: i}, err
@@ -275,10 +275,17 @@ func (s *Site) target(cmd Command) (string, int32, *Tx, error) {
 	return string(id), i, &s.Txs[i], nil
 }
 
-func (s *Site) refuse(i int32, tx *Tx, action string) (Decision, error) {
+// refuse is an action the transaction's kind or status does not allow;
+// want is the kind the action is for.
+func (s *Site) refuse(i int32, tx *Tx, want Kind, action string) (Decision, error) {
 	// No Field: the request is not to blame, the transaction's status is.
-	return Decision{Tx: i}, &FieldError{Err: ErrInvalidTransition,
-		Msg: "cannot " + action + " a " + tx.Kind.String() + " that is " + tx.Status.String()}
+	msg := "cannot " + action + " a " + tx.Kind.String() + " that is " + tx.Status.String()
+	if tx.Kind != want {
+		// "cannot reject a deposit that is pending" would read as if no
+		// pending deposit could be rejected.
+		msg = "cannot " + action + " this transaction: it is a " + tx.Kind.String() + ", not a " + want.String()
+	}
+	return Decision{Tx: i}, &FieldError{Err: ErrInvalidTransition, Msg: msg}
 }
 
 func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision, error) {

@@ -1171,6 +1171,14 @@ func TestTransitionMatrix(t *testing.T) {
 				requireRefusedTransition(t, d, err)
 				assert.Equal(t, i, d.Tx)
 				assert.Equal(t, before, observe(f.s))
+				// An action on the other kind says so, not that the
+				// status is to blame.
+				depOp := op == opApprove || op == opRejectDep || op == opExpire
+				if isDep := f.s.Txs[i].Kind == KindDeposit; isDep != depOp {
+					assert.Contains(t, err.Error(), "it is a "+f.s.Txs[i].Kind.String()+", not a ", op)
+				} else {
+					assert.Contains(t, err.Error(), " that is "+f.s.Txs[i].Status.String(), op)
+				}
 			})
 			if _, ok := allowed[st][op]; ok {
 				nAllowed++
