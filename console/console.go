@@ -279,6 +279,9 @@ func (t T) Reason(p matching.Proposal, received int64) string {
 	if p.Deposit.Status == "expired" {
 		why = append(why, t.Get("why.expired"))
 	}
+	if p.Deposit.Sandbox {
+		why = append(why, t.Get("why.sandbox"))
+	}
 	sep := "; "
 	if t.lang != "en" {
 		sep = "؛ "

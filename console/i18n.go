@@ -185,6 +185,7 @@ var texts = map[string]map[string]string{
 	"why.otherMethod":               {"en": "another method", "ar": "طريقة دفع أخرى", "ckb": "ڕێگایەکی تری پارەدان"},
 	"why.transferFirst":             {"en": "the transfer is older than the deposit", "ar": "التحويل أقدم من الإيداع", "ckb": "گواستنەوەکە لە پارەدانانەکە کۆنترە"},
 	"why.expired":                   {"en": "the deposit has expired (it can still be approved)", "ar": "انتهت صلاحية الإيداع (ولا يزال بالإمكان قبوله)", "ckb": "ماوەی پارەدانانەکە بەسەرچووە (هێشتا دەتوانرێت پەسەند بکرێت)"},
+	"why.sandbox":                   {"en": "a sandbox site's test deposit (only its merchant moves it)", "ar": "إيداع تجريبي لموقع اختبار (لا يحرّكه إلا التاجر)", "ckb": "پارەدانانی تاقیکاری ماڵپەڕێکی سەندبۆکس (تەنها بازرگانەکە دەیجوڵێنێت)"},
 	"deposit":                       {"en": "deposit", "ar": "إيداع", "ckb": "پارەدانان"},
 	"withdrawal":                    {"en": "withdrawal", "ar": "سحب", "ckb": "پارەکێشان"},
 	"iqd":                           {"en": "IQD", "ar": "د.ع", "ckb": "د.ع"},

@@ -305,6 +305,8 @@ func TestConsole_sandboxRows(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0, "the sandbox deposit is proposed")
 	proposal := p.body[i : i+strings.Index(p.body[i:], "</tr>")]
 	require.Contains(t, proposal, "badge sandbox")
+	require.Contains(t, proposal, "a sandbox site&#39;s test deposit")
+	require.Less(t, strings.Index(p.body, `data-tx="`+ld.TransactionID+`"`), i, "the live deposit first")
 	require.NotContains(t, proposal, "data-action")
 }
 

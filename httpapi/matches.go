@@ -182,14 +182,7 @@ func (s *Server) matchCandidates(ctx context.Context, site ids.SiteID) ([]record
 			if err != nil {
 				return nil, err
 			}
-			for _, it := range page.Items {
-				// A sandbox site's deposits are no real transfer's: an
-				// operator cannot approve them, and proposed for a
-				// statement line they would only mislead.
-				if !it.Sandbox {
-					out = append(out, it)
-				}
-			}
+			out = append(out, page.Items...)
 			if len(out) > maxCandidates {
 				return nil, errBad("invalid_request", "site", fmt.Sprintf("more than %d deposits to compare: match one site at a time", maxCandidates))
 			}

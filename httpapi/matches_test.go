@@ -60,9 +60,9 @@ func TestMatches(t *testing.T) {
 	}
 	ali := dep(a, "m1", "u1", "Ali Kareem", 25000)
 	ahmed := dep(b, "m2", "u2", "أحمد حسن", 25000)
-	// A sandbox site's deposit of the same amount and name is no real
-	// transfer's: never proposed.
-	dep(s.newSite(map[string]any{"sandbox": true}, 0), "m9", "u9", "أحمد حسن", 25000)
+	// A sandbox site's deposit of the same amount and name is proposed
+	// last, below every live one: no real transfer pays a test.
+	test := dep(s.newSite(map[string]any{"sandbox": true}, 0), "m9", "u9", "أحمد حسن", 25000)
 	sara := dep(a, "m3", "u3", "Sara Ahmed", 40000)
 	done := dep(a, "m4", "u4", "Done Already", 7000)
 	requireOK(t, s.ops("POST", "/ops/v1/deposits/"+done.TransactionID+"/approve", nil))
@@ -80,8 +80,10 @@ func TestMatches(t *testing.T) {
 		require.Equal(t, "ZC-1", res[0].Transfer.Reference)
 		require.Equal(t, "2099-01-01T07:00:00Z", *res[0].Transfer.Time, "Baghdad time")
 		// Both 25,000 deposits, the one of that name first (أحمد حسن
-		// written without its hamza).
-		require.Len(t, res[0].Proposals, 2)
+		// written without its hamza); the sandbox site's last.
+		require.Len(t, res[0].Proposals, 3)
+		require.Equal(t, test.TransactionID, res[0].Proposals[2].Deposit.TransactionID)
+		require.Contains(t, res[0].Proposals[2].Reason, "sandbox")
 		require.Equal(t, ahmed.TransactionID, res[0].Proposals[0].Deposit.TransactionID)
 		require.Equal(t, b.ID, res[0].Proposals[0].Deposit.SiteID)
 		require.Equal(t, "exact", res[0].Proposals[0].NameMatch)

@@ -20,7 +20,8 @@
 //  2. Score: amount equal +100; name equal +110, or in part up to +80 (the
 //     share of the shorter name's words found in the other); method equal
 //     +10, different −20; a transfer stamped before the deposit was
-//     created −50; an expired deposit (still approvable late) −30. The
+//     created −50; an expired deposit (still approvable late) −30; a
+//     sandbox site's deposit −300, below every live one. The
 //     whole name weighs more than the amount: many users send a round
 //     25,000, few share a full name, and a user who mistyped the amount
 //     is approved with the amount received.
@@ -362,8 +363,18 @@ func score(t Transfer, tn name, c *candidate) (scored, bool) {
 	if c.rec.Status == "expired" {
 		s.score -= 30
 	}
+	if c.rec.Sandbox {
+		s.score -= sandboxPenalty
+	}
 	return s, true
 }
+
+// sandboxPenalty puts a sandbox site's deposit below every live one (whose
+// score is at least −50): no real transfer pays a test, and an operator
+// cannot approve it; it is still proposed, last, so that a real payment
+// made for a test deposit (a merchant who shipped its sandbox keys) is
+// seen.
+const sandboxPenalty = 300
 
 // proposal is the proposal of a scored deposit, with its reason.
 func proposal(t Transfer, c *candidate, s scored) Proposal {
@@ -399,6 +410,9 @@ func proposal(t Transfer, c *candidate, s scored) Proposal {
 	}
 	if c.rec.Status == "expired" {
 		why = append(why, "the deposit has expired (it can still be approved)")
+	}
+	if c.rec.Sandbox {
+		why = append(why, "a sandbox site's test deposit (only its merchant moves it)")
 	}
 	p.Reason = strings.Join(why, "; ")
 	return p
