@@ -233,10 +233,14 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if tx.Kind != KindWithdrawal || tx.Status != StatusProcessing {
 			return s.refuse(i, tx, KindWithdrawal, "pay")
 		}
-		if err := checkOptionalText("reference", c.Reference, maxTextLen); err != nil {
+		ref := c.Reference
+		if Blank(ref) {
+			ref = "" // shows nothing: not given, rather than a statusReason of spaces
+		}
+		if err := checkOptionalText("reference", ref, maxTextLen); err != nil {
 			return Decision{Tx: i}, err
 		}
-		return one(i, &events.WithdrawalPaid{TxID: txID, Reference: c.Reference})
+		return one(i, &events.WithdrawalPaid{TxID: txID, Reference: ref})
 	case RejectWithdrawal:
 		if tx.Kind != KindWithdrawal || (tx.Status != StatusPending && tx.Status != StatusProcessing) {
 			return s.refuse(i, tx, KindWithdrawal, "reject")

@@ -1035,6 +1035,13 @@ func TestReasonAndReferenceText(t *testing.T) {
 			assert.NoError(t, err, "%T %q", cmd, v)
 		}
 	}
+	// A blank reference (it is optional) is no reference, not a
+	// statusReason of spaces.
+	for _, v := range []string{"  ", "\u200b", " \u3164 "} {
+		d, err := f.try(PayWithdrawal{TxID: tx(processing), Reference: v})
+		require.NoError(t, err, "%q", v)
+		assert.Equal(t, &events.WithdrawalPaid{TxID: string(tx(processing)), Reference: ""}, d.Events[0].Payload, "%q", v)
+	}
 }
 
 // ---------------------------------------------------------------- transitions

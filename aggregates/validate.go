@@ -148,11 +148,16 @@ func (s *Site) validateRequest(r Request, k Kind) error {
 	return nil
 }
 
+// Blank reports whether v shows nothing: empty, or only white space and
+// invisible characters (blankRune). An optional text that is blank counts
+// as not given.
+func Blank(v string) bool { return strings.TrimFunc(v, blankRune) == "" }
+
 // checkText refuses a blank text, and one over max bytes, not UTF-8 or
 // holding a control character: records, callbacks and the console carry a
 // text as it was given (docs/errors.md "invalid_request").
 func checkText(field, v string, max int) error {
-	if strings.TrimFunc(v, blankRune) == "" {
+	if Blank(v) {
 		return fieldErr(field, ErrInvalidRequest, "%s is required", field)
 	}
 	return checkOptionalText(field, v, max)

@@ -55,8 +55,10 @@ func (s *Server) sandboxRoutes(r chi.Router) {
 	}))
 }
 
+// orDefault is v, or d when v is blank (shows nothing): an optional text
+// left blank counts as not given.
 func orDefault(v, d string) string {
-	if v == "" {
+	if aggregates.Blank(v) {
 		return d
 	}
 	return v

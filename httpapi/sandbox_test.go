@@ -143,6 +143,15 @@ func TestSandbox_actionTexts(t *testing.T) {
 	require.Equal(t, liveBefore, s.eventCount(t, live.ID))
 	require.Equal(t, "pending", rec(t, s.get(sb, "/v1/transactions/"+d.TransactionID, "")).Status)
 	require.Equal(t, "processing", rec(t, s.get(sb, "/v1/transactions/"+w.TransactionID, "")).Status)
+
+	// A blank reason (it is optional here) is the default one, and a
+	// blank reference none: both show nothing, and count as not given.
+	r := rec(t, s.post(sb, "/v1/sandbox/deposits/"+d.TransactionID+"/reject", url.Values{"reason": {"  \u200b "}}))
+	require.Equal(t, "rejected", r.Status)
+	require.Equal(t, "rejected in the sandbox", deref(r.StatusReason))
+	p := rec(t, s.post(sb, "/v1/sandbox/withdrawals/"+w.TransactionID+"/pay", url.Values{"reference": {"   "}}))
+	require.Equal(t, "paid", p.Status)
+	require.Nil(t, p.StatusReason)
 }
 
 // TestSandbox_testCallback: a sandbox site asks for a test callback of any
