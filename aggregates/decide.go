@@ -49,7 +49,10 @@ const MaxBalance = 1<<53 - 1
 // way) beyond ±MaxBalance. A debit counts the pending withdrawals too:
 // paying them takes the balance down by as much later, without a check.
 func (s *Site) checkBalance(delta int64) error {
-	if delta > 0 && s.Balance > MaxBalance-delta || delta < 0 && s.Balance-s.PendingWithdrawals < -MaxBalance-delta {
+	// A credit keeps the available amount (the balance above the negative
+	// limit, which is at most 0) within the bound too: every figure of
+	// the treasury stays exact in a JSON number.
+	if delta > 0 && s.Balance-s.Cfg.NegativeLimit > MaxBalance-delta || delta < 0 && s.Balance-s.PendingWithdrawals < -MaxBalance-delta {
 		return &FieldError{Field: "amount", Err: ErrTreasuryBound, Msg: fmt.Sprintf(
 			"the balance (%d IQD) cannot move by %d IQD: a treasury's balance stays within ±%d IQD", s.Balance, delta, int64(MaxBalance))}
 	}
@@ -80,6 +83,10 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		}
 		if c.Settings.Sandbox != nil {
 			return Decision{Tx: -1}, fieldErr("sandbox", ErrInvalidRequest, "sandbox is chosen when the site is created; create another site")
+		}
+		if l := c.Settings.NegativeLimit; l != nil && s.Balance-*l > MaxBalance {
+			return Decision{Tx: -1}, &FieldError{Field: "negativeLimit", Err: ErrTreasuryBound, Msg: fmt.Sprintf(
+				"with a balance of %d IQD, a negative limit of %d IQD would make the available amount exceed %d IQD", s.Balance, *l, int64(MaxBalance))}
 		}
 		var evs []events.Event
 		if coreChange(c.Settings) || !pageChange(c.Settings) {

@@ -118,3 +118,26 @@ func TestCheckText_invisibleIsBlank(t *testing.T) {
 		assert.NoError(t, checkText("reason", v, maxTextLen), "%q", v)
 	}
 }
+
+// TestTreasuryBound_available: the available amount (the balance above the
+// negative limit) stays within MaxBalance too, so that every figure of the
+// treasury is exact: a credit past it is refused, and so is a negative
+// limit that would put it past.
+func TestTreasuryBound_available(t *testing.T) {
+	limit := int64(-1_000_000)
+	f := newFixture(t, SiteSettings{NegativeLimit: &limit})
+	f.s.Balance = MaxBalance - 1_000_000 - 10
+	before := observe(f.s)
+	d, err := f.try(AdjustTreasury{Amount: 11, Reason: "r"})
+	requireErr(t, d, err, ErrTreasuryBound, "amount")
+	assert.Equal(t, before, observe(f.s))
+	f.do(AdjustTreasury{Amount: 10, Reason: "r"})
+	assert.Equal(t, int64(MaxBalance), f.s.Available())
+
+	deeper := int64(-1_000_001)
+	d, err = f.try(UpdateSite{Settings: SiteSettings{NegativeLimit: &deeper}})
+	requireErr(t, d, err, ErrTreasuryBound, "negativeLimit")
+	shallower := int64(-5)
+	f.do(UpdateSite{Settings: SiteSettings{NegativeLimit: &shallower}})
+	assert.Equal(t, int64(MaxBalance-1_000_000+5), f.s.Available())
+}
