@@ -350,6 +350,12 @@ func TestOpenAPI_ops(t *testing.T) {
 	st := s.callbackSite(t, rcv.url())
 	requireOK(t, s.ops("POST", "/ops/v1/sites/"+st.ID+"/adjustments", map[string]any{"amount": 1_000_000, "reason": "opening"}))
 	bare := s.callbackSite(t, "")
+	// A treasury near the bound: a deeper negative limit would take its
+	// available amount past it (409 on PATCH).
+	full := s.newSite(nil, 0)
+	for range 7 {
+		requireOK(t, s.ops("POST", "/ops/v1/sites/"+full.ID+"/adjustments", map[string]any{"amount": 1 << 50, "reason": "near the bound"}))
+	}
 	auditor := s.newOperator(t, "Aya Auditor", "auditor").Token
 	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
 	sp := loadSpec(t, s.URL, "/ops/openapi.json", "../docs/openapi/ops.json")
@@ -414,6 +420,7 @@ func TestOpenAPI_ops(t *testing.T) {
 		{"GET", "/ops/v1/sites/" + st.ID, "", 200, nil},
 		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":0,"supportContact":"help"}`, 200, nil},
 		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":-1}`, 400, nil},
+		{"PATCH", "/ops/v1/sites/" + full.ID, `{"negativeLimit":-1125899906842624}`, 409, nil},
 		{"POST", "/ops/v1/sites/" + bare.ID + "/secret", `{"overlapSeconds":60}`, 200, nil},
 		{"POST", "/ops/v1/sites/" + bare.ID + "/secret", `{"overlapSeconds":-1}`, 400, nil},
 		{"POST", "/ops/v1/sites/" + bare.ID + "/webhook-secret", `{}`, 200, nil},
