@@ -55,7 +55,7 @@ func (s *Server) merchantEndpoints(r chi.Router) {
 	r.Get("/transactions/{id}", s.txByID)
 	r.Get("/balance", s.balance)
 	r.Get("/callbacks/stream", s.callbackStream)
-	r.Route("/sandbox", s.sandboxRoutes)
+	s.sandboxRoutes(r)
 }
 
 // form is a parsed merchant form body.

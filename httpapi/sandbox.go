@@ -17,8 +17,11 @@ import (
 // commands, recorded with the merchant as actor; a live site's merchant
 // is refused (403) before anything is read.
 func (s *Server) sandboxRoutes(r chi.Router) {
-	r.Use(s.sandboxOnly)
-	r.Post("/deposits/{id}/approve", s.sandboxAction([]string{"amount"}, func(id ids.TxID, f form) (aggregates.Command, error) {
+	// Registered whole under /sandbox rather than mounted there: a mount
+	// would answer /sandbox itself, which is no endpoint, with the
+	// credentials' checks instead of a 404 at once.
+	r = r.With(s.sandboxOnly)
+	r.Post("/sandbox/deposits/{id}/approve", s.sandboxAction([]string{"amount"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		var amount int64
 		if _, given := f["amount"]; given {
 			// Held to the creation calls' rule: decimal digits only, so
@@ -32,22 +35,22 @@ func (s *Server) sandboxRoutes(r chi.Router) {
 		}
 		return aggregates.ApproveDeposit{TxID: id, Amount: amount, AnyAmount: true}, nil
 	}))
-	r.Post("/deposits/{id}/reject", s.sandboxAction([]string{"reason"}, func(id ids.TxID, f form) (aggregates.Command, error) {
+	r.Post("/sandbox/deposits/{id}/reject", s.sandboxAction([]string{"reason"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		return aggregates.RejectDeposit{TxID: id, Reason: orDefault(f.get("reason"), "rejected in the sandbox")}, nil
 	}))
-	r.Post("/deposits/{id}/expire", s.sandboxAction(nil, func(id ids.TxID, _ form) (aggregates.Command, error) {
+	r.Post("/sandbox/deposits/{id}/expire", s.sandboxAction(nil, func(id ids.TxID, _ form) (aggregates.Command, error) {
 		return aggregates.ExpireDeposit{TxID: id, Now: true}, nil
 	}))
-	r.Post("/withdrawals/{id}/process", s.sandboxAction(nil, func(id ids.TxID, _ form) (aggregates.Command, error) {
+	r.Post("/sandbox/withdrawals/{id}/process", s.sandboxAction(nil, func(id ids.TxID, _ form) (aggregates.Command, error) {
 		return aggregates.ProcessWithdrawal{TxID: id}, nil
 	}))
-	r.Post("/withdrawals/{id}/pay", s.sandboxAction([]string{"reference"}, func(id ids.TxID, f form) (aggregates.Command, error) {
+	r.Post("/sandbox/withdrawals/{id}/pay", s.sandboxAction([]string{"reference"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		return aggregates.PayWithdrawal{TxID: id, Reference: f.get("reference")}, nil
 	}))
-	r.Post("/withdrawals/{id}/reject", s.sandboxAction([]string{"reason"}, func(id ids.TxID, f form) (aggregates.Command, error) {
+	r.Post("/sandbox/withdrawals/{id}/reject", s.sandboxAction([]string{"reason"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		return aggregates.RejectWithdrawal{TxID: id, Reason: orDefault(f.get("reason"), "rejected in the sandbox")}, nil
 	}))
-	r.Post("/transactions/{id}/callbacks", s.sandboxAction([]string{"type"}, func(id ids.TxID, f form) (aggregates.Command, error) {
+	r.Post("/sandbox/transactions/{id}/callbacks", s.sandboxAction([]string{"type"}, func(id ids.TxID, f form) (aggregates.Command, error) {
 		if f.get("type") == "" {
 			return nil, errBad("invalid_request", "type", "type is required: the callback type to send")
 		}

@@ -116,7 +116,7 @@ func TestUnknownMerchantPath(t *testing.T) {
 	s := e.newStack(stackOptions{})
 	s.seedBanks()
 	st := s.newSite(nil, 0)
-	for _, p := range []string{"/v1/nope", "/v1/transactions/deposit/extra", "/v1/sandbox/deposits/x/refund", "/v1/"} {
+	for _, p := range []string{"/v1/nope", "/v1/transactions/deposit/extra", "/v1/sandbox/deposits/x/refund", "/v1/", "/v1/sandbox", "/v1/sandbox/"} {
 		requireErr(t, s.send(t, "GET", p, "", nil), 404, "not_found", "")
 		requireErr(t, s.send(t, "POST", p, "", nil), 404, "not_found", "")
 		requireErr(t, s.get(st, p, ""), 404, "not_found", "")
