@@ -182,3 +182,22 @@ func TestFailure(t *testing.T) {
 		assert.Equal(t, tc.want, string(T{lang: tc.lang}.Failure(tc.f)), "%s %+v", tc.lang, tc.f)
 	}
 }
+
+func TestPreferred(t *testing.T) {
+	for header, want := range map[string][]string{
+		"":                          {},
+		"ar-IQ,ar;q=0.9,en;q=0.5":   {"ar", "ar", "en"},
+		"en;q=0.2, ar;q=0.9":        {"ar", "en"},
+		"ar;q=0, en":                {"en"},
+		"fr, ckb;q=0.8, ku;q=0.8":   {"fr", "ckb", "ku"},
+		"ar;q=x, en;q=2, ku;q=0.5":  {"ku"},
+		"  EN-gb ; q=0.7 ,*;q=0.1 ": {"en", "*"},
+	} {
+		got := Preferred(header)
+		if len(want) == 0 {
+			assert.Empty(t, got, header)
+			continue
+		}
+		assert.Equal(t, want, got, header)
+	}
+}

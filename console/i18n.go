@@ -1,9 +1,12 @@
 package console
 
 import (
+	"cmp"
 	"html"
 	"html/template"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -37,14 +40,44 @@ func PickLang(r *http.Request) string {
 			return l
 		}
 	}
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-		base, _, _ := strings.Cut(strings.ToLower(tag), "-")
+	for _, base := range Preferred(r.Header.Get("Accept-Language")) {
 		if l := known(base); l != "" {
 			return l
 		}
 	}
 	return "en"
+}
+
+// Preferred lists the primary language subtags of an Accept-Language
+// header, lower case, most wanted first (by q, then as listed); a language
+// given q=0 ("not acceptable") or an unreadable q is left out.
+func Preferred(header string) []string {
+	type pref struct {
+		base string
+		q    float64
+	}
+	var ps []pref
+	for _, part := range strings.Split(header, ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q="); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f >= 0 && f <= 1) {
+				continue
+			}
+			q = f
+		}
+		base, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+		if q > 0 && base != "" {
+			ps = append(ps, pref{base, q})
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b pref) int { return cmp.Compare(b.q, a.q) })
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.base
+	}
+	return out
 }
 
 func known(l string) string {

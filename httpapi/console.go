@@ -484,7 +484,9 @@ func consoleSearch(kind string, in url.Values) (url.Values, map[string]string, e
 // consoleFailure is an error as a console page states it.
 func (s *Server) consoleFailure(r *http.Request, err error) (int, *console.Failure) {
 	ae := classify(err)
-	if ae.status >= 500 {
+	// A page whose browser went away meanwhile (a live list replaced by
+	// the next, a page left) failed for nobody: no error to log.
+	if ae.status >= 500 && r.Context().Err() == nil {
 		s.log.ErrorContext(r.Context(), "console", "path", r.URL.Path, "err", err)
 	}
 	return ae.status, &console.Failure{Code: ae.code, Field: ae.field, Message: ae.message}

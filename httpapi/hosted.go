@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"gateway/aggregates"
+	"gateway/console"
 	"gateway/ids"
 	"gateway/records"
 )
@@ -357,9 +358,7 @@ func pageLang(r *http.Request) string {
 	if l := r.URL.Query().Get("lang"); l != "" {
 		return aggregates.NormalizeLang(l)
 	}
-	for _, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		tag, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-		base, _, _ := strings.Cut(strings.ToLower(tag), "-")
+	for _, base := range console.Preferred(r.Header.Get("Accept-Language")) {
 		switch base {
 		case "en", "ar", "ku", "ckb":
 			if base == "ckb" {

@@ -225,6 +225,12 @@ func TestHostedPage_notFoundIsLocalized(t *testing.T) {
 		{"lang parameter wins", bad + "&lang=ar", "en", "ar", "rtl", "صفحة الدفع غير موجودة"},
 		{"missing token", s.URL + "/pay/" + d.TransactionID, "ar", "ar", "rtl", "صفحة الدفع غير موجودة"},
 		{"malformed id", s.URL + "/pay/%2A-1?t=x", "", "en", "ltr", "Payment page not found"},
+		{"not acceptable (q=0) is passed over", bad, "ar;q=0, en", "en", "ltr", "Payment page not found"},
+		{"the most wanted, not the first listed", bad, "en;q=0.2, ar;q=0.9", "ar", "rtl", "صفحة الدفع غير موجودة"},
+		// Paths of no page, under /pay: an end user's link gone wrong.
+		{"trailing slash", s.URL + "/pay/" + d.TransactionID + "/?t=" + url.QueryEscape(d.TransactionID), "ar", "ar", "rtl", "صفحة الدفع غير موجودة"},
+		{"no id", s.URL + "/pay/", "", "en", "ltr", "Payment page not found"},
+		{"no slash", s.URL + "/pay", "", "en", "ltr", "Payment page not found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

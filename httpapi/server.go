@@ -134,6 +134,12 @@ func New(cfg Config) *Server {
 	r.Use(withRequestID, s.observe, s.recoverer, s.deadline, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		info(r).unmatched = true
+		if p := r.URL.Path; p == "/pay" || strings.HasPrefix(p, "/pay/") {
+			// An end user's browser on a payment link gone wrong (a
+			// trailing slash): the hosted page's own "not found".
+			s.hostedError(w, r, http.StatusNotFound)
+			return
+		}
 		s.writeErr(w, r, &apiError{status: 404, code: "not_found", message: "no such endpoint"})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
