@@ -996,7 +996,8 @@ func TestWithdrawalLifecycle(t *testing.T) {
 // escape sequence or bytes that are not UTF-8 would go into records,
 // callbacks and pages as they are. A reference may still be left out.
 func TestReasonAndReferenceText(t *testing.T) {
-	bad := []string{"a\x00b", "a\x1b[2Jb", "a\xffb", "a\x7fb", "no\ntransfer", "a\rb", "\xc3", "a\u0085b", "a\u009bb"}
+	bad := []string{"a\x00b", "a\x1b[2Jb", "a\xffb", "a\x7fb", "no\ntransfer", "a\rb", "\xc3", "a\u0085b", "a\u009bb",
+		"a\u2028b", "a\u2029b", "\ufffe", "a\uffffb", "a\ufdd0b", "a\U0001fffeb"}
 	good := []string{"no transfer found", "لم يصل التحويل", `sender "Abu Ali" unknown`}
 	f := newFixture(t, SiteSettings{})
 	f.fund(100_000)

@@ -188,8 +188,13 @@ func blankRune(r rune) bool {
 		unicode.Is(unicode.Variation_Selector, r) || r == '\u2800'
 }
 
-// isControl is a C0 or C1 control character, DEL included.
-func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
+// isControl is a C0 or C1 control character (DEL included), a line or
+// paragraph separator (a line break, as a newline is), or a noncharacter
+// (U+FFFE and its kin, which Unicode keeps out of interchange).
+func isControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == '\u2028' || r == '\u2029' ||
+		(r >= 0xfdd0 && r <= 0xfdef) || r&0xfffe == 0xfffe
+}
 
 // checkSiteMethods checks a site's methods: All alone, or at least one
 // method, each once, its own limits positive and in order, its accounts
