@@ -449,3 +449,73 @@ func ledgerTwoLedgersLaggingFollowerDecidesOnFreshState(t *testing.T, e *env) {
 	assert.Equal(t, int64(50_000), va.Pending)
 	assert.Len(t, va.Txs, 3)
 }
+
+// chasing is a gateway process's store (a real one underneath) whose
+// follower does not apply the site's messages while hide is set, and
+// before each read of the site's next message lets another process store
+// one more (onNext): a site another gateway keeps writing while this one
+// catches up.
+type chasing struct {
+	ledger.Store
+	subj   string
+	hide   atomic.Bool
+	onNext atomic.Pointer[func()]
+}
+
+func (c *chasing) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
+	return c.Store.Follow(ctx, filter, from, func(m events.Msg) {
+		if c.hide.Load() && m.Subject == c.subj {
+			return
+		}
+		fn(m)
+	})
+}
+
+func (c *chasing) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
+	if f := c.onNext.Load(); f != nil && subject == c.subj {
+		(*f)()
+	}
+	return c.Store.Next(ctx, subject, seq)
+}
+
+// TestCatchUp_boundedWhileAnotherWrites: a write that conflicts catches up
+// to the site's last message as it finds it, and then writes. A catch-up
+// that chased the subject's end one message at a time never ended while
+// the other process kept writing, and the write failed at its deadline.
+func TestCatchUp_boundedWhileAnotherWrites(t *testing.T) {
+	e := newEnv(t)
+	sa := &chasing{Store: e.store("a"), subj: mustSubject(t, siteID)}
+	sb := e.store("b")
+	a := e.ledger(sa, ledger.Config{})
+	b := e.ledger(sb, ledger.Config{})
+	setup(t, a, 0, 100_000)
+	caughtUp(t, b, sb)
+	bk := bank(t, a)
+	ctx := context.Background()
+
+	// a no longer hears of the site's messages, and b stores one: a's
+	// next write conflicts and catches up.
+	sa.hide.Store(true)
+	_, err := b.Execute(ctx, siteID, deposit(bk, "b-0", "ub-0", 5000), "merchant")
+	require.NoError(t, err)
+	var others atomic.Int64
+	more := func() {
+		n := others.Add(1)
+		_, err := b.Execute(ctx, siteID, deposit(bk, fmt.Sprintf("b-%d", n), fmt.Sprintf("ub-%d", n), 5000), "merchant")
+		assert.NoError(t, err)
+	}
+	sa.onNext.Store(&more)
+
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := a.Execute(wctx, siteID, deposit(bk, "a-1", "ua-1", 7000), "merchant")
+	require.NoError(t, err, "after %d messages of the other process", others.Load())
+	assert.False(t, res.Decision.Repeat)
+	sa.onNext.Store(nil)
+	sa.hide.Store(false)
+	// Every message of both is in the chain, and a holds what it read.
+	verifyChain(t, sa, siteID)
+	caughtUp(t, a, sa)
+	caughtUp(t, b, sb)
+	assert.Equal(t, view(t, a, siteID), view(t, b, siteID))
+}
