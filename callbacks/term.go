@@ -173,8 +173,18 @@ func (t *term) handBack(replies []string) {
 }
 
 // consume pulls the stream's site messages and dispatches them in order.
+// A pull request waits at most pullExpiry and is kept alive by the server's
+// heartbeats every pullHeartbeat: a request left with a consumer leader
+// that died (a cluster node lost) is noticed after two missed heartbeats
+// and asked again of the new leader. With the library's defaults (30 s
+// and 15 s) deliveries stopped for 30 s after a node was lost.
+const (
+	pullExpiry    = 5 * time.Second
+	pullHeartbeat = 2 * time.Second
+)
+
 func (t *term) consume(ctx context.Context, cons jetstream.Consumer) error {
-	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	it, err := cons.Messages(jetstream.PullMaxMessages(512), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
@@ -191,8 +201,14 @@ func (t *term) consume(ctx context.Context, cons jetstream.Consumer) error {
 			if errors.Is(err, nats.ErrConnectionClosed) {
 				return fmt.Errorf("consume: %w", err)
 			}
-			// Missed heartbeats and the like: the iterator carries on.
-			t.d.log.Debug("callback consumer", "err", err)
+			// Missed heartbeats and the like: the iterator carries on,
+			// with a new pull request. Missed heartbeats mean deliveries
+			// stalled (a cluster node lost, or its leadership moving).
+			if errors.Is(err, jetstream.ErrNoHeartbeat) {
+				t.d.log.Warn("callback consumer: no heartbeat from the server; pulling again", "err", err)
+			} else {
+				t.d.log.Debug("callback consumer", "err", err)
+			}
 			continue
 		}
 		t.dispatch(m)

@@ -214,6 +214,12 @@ func (s *Store) ordered(ctx context.Context, filter string, from uint64) (jetstr
 	}
 }
 
+// Follow's pull requests: see Follow.
+const (
+	followExpiry    = 5 * time.Second
+	followHeartbeat = 2 * time.Second
+)
+
 // Follow delivers every message matching filter from sequence from onwards,
 // now and as they are appended, until ctx ends. fn runs on one goroutine in
 // stream order; an ordered consumer recreates itself after a disconnect, so
@@ -223,7 +229,10 @@ func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", filter, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxBytes(s.readBytesSize()))
+	// Short pulls kept alive by heartbeats: a follower whose server went
+	// away (a cluster node lost) notices it after two missed heartbeats,
+	// not the library's ten seconds, and starts over on another.
+	it, err := cons.Messages(jetstream.PullMaxBytes(s.readBytesSize()), jetstream.PullExpiry(followExpiry), jetstream.PullHeartbeat(followHeartbeat))
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", filter, mapErr(err))
 	}
