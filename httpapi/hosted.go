@@ -356,6 +356,9 @@ func (s *Server) hostedError(w http.ResponseWriter, r *http.Request, status int)
 // the three the browser lists), en otherwise.
 func pageLang(r *http.Request) string {
 	if l := r.URL.Query().Get("lang"); l != "" {
+		if strings.EqualFold(l, "ckb") {
+			return "ku" // Sorani's own tag, which the page itself carries
+		}
 		return aggregates.NormalizeLang(l)
 	}
 	for _, base := range console.Preferred(r.Header.Get("Accept-Language")) {

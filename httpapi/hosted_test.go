@@ -223,6 +223,7 @@ func TestHostedPage_notFoundIsLocalized(t *testing.T) {
 		{"sorani kurdish", bad, "ckb-IQ", "ckb", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
 		{"first supported language", bad, "fr-FR,ku;q=0.8,ar;q=0.7", "ckb", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
 		{"lang parameter wins", bad + "&lang=ar", "en", "ar", "rtl", "صفحة الدفع غير موجودة"},
+		{"lang parameter ckb is Sorani", bad + "&lang=ckb", "en", "ckb", "rtl", "پەڕەی پارەدان نەدۆزرایەوە"},
 		{"missing token", s.URL + "/pay/" + d.TransactionID, "ar", "ar", "rtl", "صفحة الدفع غير موجودة"},
 		{"malformed id", s.URL + "/pay/%2A-1?t=x", "", "en", "ltr", "Payment page not found"},
 		{"not acceptable (q=0) is passed over", bad, "ar;q=0, en", "en", "ltr", "Payment page not found"},
