@@ -198,6 +198,9 @@ func checkRecordAt(stream string, r recordAt) error {
 // shorter than what was on disk is refused"). Records past upTo were never
 // answered and are the server's to recover.
 func checkAcknowledged(mdir, stream string, upTo uint64) error {
+	if upTo == 0 {
+		return nil // no mark yet: nothing known to be on disk
+	}
 	blocks, err := blockFiles(mdir)
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", stream, err)
