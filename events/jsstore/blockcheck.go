@@ -7,46 +7,65 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/minio/highwayhash"
 )
 
-// checkStoreFiles refuses a store directory holding a record that
-// nats-server would trust without checking, before the server opens it.
+// checkStoreFiles checks the message block files of a store directory
+// before the embedded server opens them (docs/ARCHITECTURE.md, "A damaged
+// sequence field" and "A history shorter than what was on disk is
+// refused"), for two kinds of damage the server would take on trust:
 //
-// When the server loads a message block into memory it indexes the records
-// by the sequence each one's header names, and fills any hole up to that
-// sequence with one slot per missing message; the record's checksum is
-// checked later, only when that message is read. So one flipped bit high in
-// a record's sequence field makes the server allocate an index for a
-// thousand billion messages and exhaust the machine's memory as it opens
-// the stream (docs/ARCHITECTURE.md, "A damaged sequence field"). Here every
-// record of every uncompressed stream is walked first: one whose sequence
-// does not lie between its neighbours' and whose checksum fails is damaged,
-// and the open is refused with ErrDataDir naming it, which stops a gateway's
-// start at once. A record with a sound sequence and a bad
-// checksum is left to the server and the audit, and so is a block whose
-// records stop making sense (a length out of range): the server rebuilds
-// such a block, checking every checksum as it goes.
+//   - A record whose sequence does not lie between its neighbours' and
+//     whose checksum fails: ErrDataDir. When the server loads a block it
+//     indexes the records by the sequence each one's header names, filling
+//     any hole up to it with one slot per missing message, and checks a
+//     record's checksum only when that message is read: one flipped high
+//     bit in a sequence field makes it allocate an index for a thousand
+//     billion messages and exhaust the machine's memory.
+//   - A record at or below its stream's durable mark (what the store's own
+//     fsync rounds put on disk, all of it acknowledged: mark.go) whose
+//     checksum fails: ErrHistoryLost. The server, its index intact, would
+//     count that message as stored and fail only when it is read.
 //
-// The walk reads each block file once; only the records out of line are
-// read again, whole, for their checksum.
+// Records whose lengths stop making sense (a torn tail) end the walk of
+// their block: the server rebuilds such a block, checking every checksum as
+// it goes, and a loss shows as a gap the open refuses. Compressed or
+// encrypted streams are left alone.
+//
+// A block is read whole once: a block file that passed is listed in
+// checkedName with its size and modification time, and is not read again
+// while both hold (the history's blocks are only ever appended to), so a
+// start reads what was written since the last one, not the whole history.
+// Damage done to a file later without changing either is found by
+// `ledgerctl audit`, which reads every record.
 func checkStoreFiles(storeDir string) error {
 	mdirs, err := filepath.Glob(filepath.Join(storeDir, "jetstream", "*", "streams", "*", "msgs"))
 	if err != nil {
 		return err
 	}
+	checked := loadChecked(storeDir)
+	passed := map[string]blockStamp{}
+	var buf []byte
 	for _, mdir := range mdirs {
 		sdir := filepath.Dir(mdir)
 		if !plainStream(sdir) {
 			continue
 		}
-		if err := checkStreamFiles(mdir, filepath.Base(sdir)); err != nil {
+		stream := filepath.Base(sdir)
+		w := streamWalk{stream: stream, mark: readMark(storeDir, stream), checked: checked, passed: passed}
+		if buf, err = w.run(mdir, buf); err != nil {
 			return err
 		}
+	}
+	if !sameStamps(checked, passed) {
+		saveChecked(storeDir, passed)
 	}
 	return nil
 }
@@ -68,173 +87,175 @@ func plainStream(sdir string) bool {
 	return cfg.Compression == "" || cfg.Compression == "none"
 }
 
-// recordAt is one record's place in its stream's block files.
-type recordAt struct {
-	block uint32
-	path  string
-	off   int64
-	len   uint32
-	seq   uint64
+// readMark is the durable mark of stream under dir (0 for none).
+func readMark(dir, stream string) uint64 {
+	b, err := os.ReadFile(markPath(dir, stream))
+	if err != nil {
+		return 0
+	}
+	return parseMark(b)
 }
 
-// checkStreamFiles walks the records of one stream's blocks in order.
-// Sequences only ever rise along the files, tombstones aside (they name
-// removed messages of earlier blocks and are not indexed), so a record is
-// out of line when its sequence is not above the one before it or not below
-// the one after it; the stream's last record has no successor and is
-// checked whatever its sequence.
-func checkStreamFiles(mdir, stream string) error {
+// record is one message record of a block: where, its sequence, and what
+// its checksum said once checked.
+type record struct {
+	path         string
+	off          int
+	seq          uint64
+	checked, bad bool
+}
+
+// maxHole bounds the gap a stream's last record may leave after the one
+// before it (its successor unknown): a hole the server fills costs it 4
+// bytes a missing sequence, 4 MiB at this bound; a flipped high bit leaves
+// one of many GiB.
+const maxHole = 1 << 20
+
+// streamWalk walks one stream's blocks in order. Sequences only ever rise
+// along the files, tombstones aside (they name removed messages of earlier
+// blocks and are not indexed), so a record is out of line when its
+// sequence is not above the one before it or not below the one after it,
+// or, with no record after it, more than maxHole above the one before. A
+// record is judged once its successor is known: the walk holds the two
+// before it, and checks the checksum of a block's last record before its
+// bytes go.
+type streamWalk struct {
+	stream          string
+	mark            uint64
+	checked, passed map[string]blockStamp
+
+	prev, cur record
+	have      int // records held: cur from 1, prev from 2
+	// hh and data are the block at hand's checksum hash and bytes.
+	hh   hash.Hash64
+	data []byte
+}
+
+func (w *streamWalk) run(mdir string, buf []byte) ([]byte, error) {
 	blocks, err := blockFiles(mdir)
 	if err != nil {
-		return fmt.Errorf("jetstream store: stream %s: %w", stream, err)
-	}
-	var prev, cur recordAt
-	have := 0 // records held: cur is set from 1, prev from 2
-	// judge checks r, between the sequences before and after it
-	// (after: 0 when it is the last record).
-	judge := func(r recordAt, before, after uint64) error {
-		if after != 0 && before < r.seq && r.seq < after {
-			return nil
-		}
-		return checkRecordAt(stream, r)
+		return buf, fmt.Errorf("jetstream store: stream %s: %w", w.stream, err)
 	}
 	for _, bf := range blocks {
-		err := walkBlock(filepath.Join(mdir, bf.name), bf.index, func(r recordAt) error {
-			if have >= 1 {
-				before := uint64(0)
-				if have >= 2 {
-					before = prev.seq
-				}
-				if err := judge(cur, before, r.seq); err != nil {
-					return err
-				}
-			}
-			prev, cur = cur, r
-			have++
-			return nil
-		})
+		path := filepath.Join(mdir, bf.name)
+		key := w.stream + "/" + strconv.FormatUint(uint64(bf.index), 10)
+		st, err := os.Stat(path)
 		if err != nil {
-			return err
+			return buf, fmt.Errorf("jetstream store: %w", err)
 		}
-	}
-	if have == 0 {
-		return nil
-	}
-	before := uint64(0)
-	if have >= 2 {
-		before = prev.seq
-	}
-	return judge(cur, before, 0)
-}
-
-// walkBlock calls fn for each message record of one block file, tombstones
-// left out, up to the first record whose length makes no sense.
-func walkBlock(path string, index uint32, fn func(recordAt) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("jetstream store: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("jetstream store: %w", err)
-	}
-	size := st.Size()
-	r := bufio.NewReaderSize(f, 256<<10)
-	le := binary.LittleEndian
-	var head [blkRecordHead]byte
-	for off := int64(0); off+blkRecordHead+blkChecksum <= size; {
-		if _, err := io.ReadFull(r, head[:]); err != nil {
-			return fmt.Errorf("jetstream store: %s at byte %d: %w", path, off, err)
-		}
-		rl := le.Uint32(head[0:]) &^ blkHeaderBit
-		if rl < blkRecordHead+blkChecksum || rl > blkMaxRecord || int64(rl) > size-off {
-			return nil // the server rebuilds this block, checking as it goes
-		}
-		if seq := le.Uint64(head[4:]); seq&blkTombBit == 0 {
-			if err := fn(recordAt{block: index, path: path, off: off, len: rl, seq: seq &^ blkErasedBit}); err != nil {
-				return err
+		stamp := blockStamp{size: st.Size(), mtime: st.ModTime().UnixNano()}
+		if w.checked[key] == stamp {
+			// Passed before, unchanged since: not read again. The
+			// record held last has no known successor now.
+			if err := w.last(); err != nil {
+				return buf, err
 			}
+			w.passed[key] = stamp
+			continue
 		}
-		if _, err := r.Discard(int(rl) - blkRecordHead); err != nil {
-			return fmt.Errorf("jetstream store: %s at byte %d: %w", path, off, err)
+		if buf, err = readInto(buf, path); err != nil {
+			return buf, fmt.Errorf("jetstream store: %w", err)
 		}
-		off += int64(rl)
+		if err := w.walk(bf.index, path, buf); err != nil {
+			return buf, err
+		}
+		w.passed[key] = stamp
 	}
-	return nil
+	return buf, w.last()
 }
 
-// checkRecordAt reads one record whole and refuses it if its checksum fails.
-func checkRecordAt(stream string, r recordAt) error {
-	f, err := os.Open(r.path)
-	if err != nil {
-		return fmt.Errorf("jetstream store: %w", err)
-	}
-	defer f.Close()
-	rec := make([]byte, r.len)
-	if _, err := f.ReadAt(rec, r.off); err != nil {
-		return fmt.Errorf("jetstream store: %s at byte %d: %w", r.path, r.off, err)
-	}
-	key := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", stream, r.block)))
-	hh, err := highwayhash.New64(key[:])
+// walk checks one block's records (data is the whole block file).
+func (w *streamWalk) walk(index uint32, path string, data []byte) error {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", w.stream, index)))
+	hh, err := highwayhash.New64(sum[:])
 	if err != nil {
 		return err
 	}
-	hasHdr := binary.LittleEndian.Uint32(rec[0:])&blkHeaderBit != 0
-	if _, _, why := checkRecord(hh, rec, hasHdr); why != "" {
-		return fmt.Errorf("%w: stream %s, block file %s, record at byte %d is damaged: its sequence field (%d) is out of line with its neighbours' and it fails its check (%s); nats-server would exhaust memory indexing it; restore the data directory from a backup",
-			ErrDataDir, stream, r.path, r.off, r.seq, why)
+	w.hh, w.data = hh, data
+	le := binary.LittleEndian
+	for off := 0; len(data)-off >= blkRecordHead+blkChecksum; {
+		rl := le.Uint32(data[off:]) &^ blkHeaderBit
+		if rl < blkRecordHead+blkChecksum || rl > blkMaxRecord || int(rl) > len(data)-off {
+			break // the server rebuilds this block, checking as it goes
+		}
+		if raw := le.Uint64(data[off+4:]); raw&blkTombBit == 0 {
+			r := record{path: path, off: off, seq: raw &^ blkErasedBit}
+			if r.seq <= w.mark {
+				// Acknowledged and put on disk: it must be whole.
+				if w.check(&r); r.bad {
+					return fmt.Errorf("%w: stream %s, block file %s, record at byte %d (sequence %d, acknowledged and put on disk): checksum mismatch; restore the data directory from a backup",
+						ErrHistoryLost, w.stream, path, off, r.seq)
+				}
+			}
+			if err := w.next(r); err != nil {
+				return err
+			}
+		}
+		off += int(rl)
+	}
+	// The record held last is judged by the next block's first: check it
+	// while its bytes are at hand.
+	if w.have > 0 && !w.cur.checked {
+		w.check(&w.cur)
 	}
 	return nil
 }
 
-// checkAcknowledged reads every record of the stream's block files up to
-// sequence upTo (the durable mark: what the store's own fsync rounds put on
-// disk, all of it acknowledged) and refuses, with ErrHistoryLost naming
-// it, one whose checksum fails. The server, its index intact, would count
-// such a message as stored and fail only when it is read (a status lookup,
-// an audit); its history is lost as surely as a missing one's, and the
-// store refuses it as it refuses a gap (docs/ARCHITECTURE.md, "A history
-// shorter than what was on disk is refused"). Records past upTo were never
-// answered and are the server's to recover.
-func checkAcknowledged(mdir, stream string, upTo uint64) error {
-	if upTo == 0 {
-		return nil // no mark yet: nothing known to be on disk
-	}
-	blocks, err := blockFiles(mdir)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", stream, err)
-	}
-	le := binary.LittleEndian
-	var buf []byte // one block at a time, reused: a restart's memory peak counts
-	for _, bf := range blocks {
-		path := filepath.Join(mdir, bf.name)
-		if buf, err = readInto(buf, path); err != nil {
-			return fmt.Errorf("stream %s: %w", stream, err)
+// next takes the record after cur, which judges cur.
+func (w *streamWalk) next(r record) error {
+	if w.have >= 1 {
+		before := uint64(0)
+		if w.have >= 2 {
+			before = w.prev.seq
 		}
-		key := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", stream, bf.index)))
-		hh, err := highwayhash.New64(key[:])
-		if err != nil {
-			return err
-		}
-		for off := 0; len(buf)-off >= blkRecordHead+blkChecksum; {
-			rl := le.Uint32(buf[off:])
-			hasHdr := rl&blkHeaderBit != 0
-			rl &^= blkHeaderBit
-			seq := le.Uint64(buf[off+4:])
-			if rl < blkRecordHead+blkChecksum || rl > blkMaxRecord || int(rl) > len(buf)-off {
-				break // the server rebuilds this block; a loss shows as a gap
+		if !(before < w.cur.seq && w.cur.seq < r.seq) {
+			if err := w.outOfLine(&w.cur); err != nil {
+				return err
 			}
-			if s := seq &^ (blkErasedBit | blkTombBit); seq&blkTombBit == 0 && s <= upTo {
-				if _, _, why := checkRecord(hh, buf[off:off+int(rl)], hasHdr); why != "" {
-					return fmt.Errorf("%w: stream %s, block file %s, record at byte %d (sequence %d, acknowledged and put on disk): %s; restore the data directory from a backup",
-						ErrHistoryLost, stream, path, off, s, why)
-				}
-			}
-			off += int(rl)
 		}
 	}
+	w.prev, w.cur = w.cur, r
+	w.have++
 	return nil
+}
+
+// last judges the record held last, which has no successor (the stream
+// ends, or the next block is not read), and forgets the records held.
+func (w *streamWalk) last() error {
+	defer func() { w.have = 0 }()
+	if w.have == 0 {
+		return nil
+	}
+	before := uint64(0)
+	if w.have >= 2 {
+		before = w.prev.seq
+	}
+	if before < w.cur.seq && w.cur.seq-before <= maxHole {
+		return nil
+	}
+	return w.outOfLine(&w.cur)
+}
+
+// outOfLine refuses r, a record out of line, when its checksum fails.
+func (w *streamWalk) outOfLine(r *record) error {
+	if !r.checked {
+		w.check(r) // a record of the block at hand: the others were checked
+	}
+	if !r.bad {
+		return nil
+	}
+	return fmt.Errorf("%w: stream %s, block file %s, record at byte %d is damaged: its sequence field (%d) is out of line with its neighbours' and it fails its check (checksum mismatch); nats-server would exhaust memory indexing it; restore the data directory from a backup",
+		ErrDataDir, w.stream, r.path, r.off, r.seq)
+}
+
+// check checks the checksum of r, a record of the block at hand.
+func (w *streamWalk) check(r *record) {
+	le := binary.LittleEndian
+	rl := le.Uint32(w.data[r.off:])
+	hasHdr := rl&blkHeaderBit != 0
+	rl &^= blkHeaderBit
+	_, _, why := checkRecord(w.hh, w.data[r.off:r.off+int(rl)], hasHdr)
+	r.checked, r.bad = true, why != ""
 }
 
 // readInto reads the file at path into buf, grown if need be.
@@ -258,4 +279,59 @@ func readInto(buf []byte, path string) ([]byte, error) {
 		err = nil // shorter than it was a moment ago: what is there
 	}
 	return buf[:k], err
+}
+
+// checkedName lists, in a store directory, the block files that passed
+// checkStoreFiles: "<stream>/<index> <size> <modification time, ns>" a
+// line. Losing it costs one read of every block at the next start.
+const checkedName = "checked-blocks"
+
+type blockStamp struct{ size, mtime int64 }
+
+func loadChecked(dir string) map[string]blockStamp {
+	out := map[string]blockStamp{}
+	f, err := os.Open(filepath.Join(dir, checkedName))
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) != 3 {
+			continue
+		}
+		size, err1 := strconv.ParseInt(fs[1], 10, 64)
+		mtime, err2 := strconv.ParseInt(fs[2], 10, 64)
+		if err1 == nil && err2 == nil {
+			out[fs[0]] = blockStamp{size, mtime}
+		}
+	}
+	return out
+}
+
+func sameStamps(a, b map[string]blockStamp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// saveChecked writes the list whole, through a temporary file, so that a
+// crash leaves the old list or the new one. A list that cannot be written
+// costs only a longer next start.
+func saveChecked(dir string, m map[string]blockStamp) {
+	var b strings.Builder
+	for k, v := range m {
+		fmt.Fprintf(&b, "%s %d %d\n", k, v.size, v.mtime)
+	}
+	tmp := filepath.Join(dir, checkedName+".tmp")
+	if os.WriteFile(tmp, []byte(b.String()), 0o600) == nil {
+		_ = os.Rename(tmp, filepath.Join(dir, checkedName))
+	}
 }

@@ -158,10 +158,6 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 			mark.Close()
 			return nil, err
 		}
-		if err := checkAcknowledged(msgsDir(o.Files, o.Stream), o.Stream, seq); err != nil {
-			mark.Close()
-			return nil, err
-		}
 		s.fsync.mark, markSeq = mark, seq
 	}
 	if !o.TailMayBeLost {
