@@ -240,7 +240,7 @@ func runGateway(ctx context.Context, o options, dir string, r int, cfg loadConfi
 // (sampled lookups, through every gateway), the ones that read the
 // gateway's current state and so are repeated after a restart.
 func checkState(ctx context.Context, f *failures, as []*api, o options, sites []site, tag string, oks []okRec, seed int64, want []int64) error {
-	bal, err := fetchBalances(ctx, f, as[0], sites)
+	bal, err := fetchBalances(ctx, f, as, sites)
 	if err != nil {
 		return err
 	}

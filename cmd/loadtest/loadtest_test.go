@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -651,4 +654,34 @@ func TestProc_lifePeak(t *testing.T) {
 		c.check(p.lifePeakMiB())
 	}
 	assert.Equal(t, byte(1), held[len(held)-1])
+}
+
+// TestFetchBalances_passesOverAGatewayThatDoesNotAnswer: the balance check
+// reads through the next gateway when one does not answer at all (a
+// failure test stopped it), and still counts a gateway's refusal.
+func TestFetchBalances_passesOverAGatewayThatDoesNotAnswer(t *testing.T) {
+	g := newFake("tok", "")
+	srv := httptest.NewServer(g.handler())
+	t.Cleanup(srv.Close)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close() // its address now refuses connections
+	ctx := context.Background()
+	live := newAPI(srv.URL, "tok")
+	m, err := live.createMethod(ctx)
+	require.NoError(t, err)
+	sites, err := live.createSites(ctx, "fb", 3, m, 1000)
+	require.NoError(t, err)
+
+	f := newFailures()
+	bal, err := fetchBalances(ctx, f, []*api{newAPI(dead.URL, "tok"), live}, sites)
+	require.NoError(t, err)
+	require.Empty(t, f.lines())
+	for k := range sites {
+		require.NotNil(t, bal[k], "site %d", k)
+	}
+	// An answer that refuses is a failure, not passed over.
+	f = newFailures()
+	_, err = fetchBalances(ctx, f, []*api{live, newAPI(dead.URL, "tok")}, []site{{ID: "nope", AppKey: "nope", Secret: "x"}})
+	require.NoError(t, err)
+	require.True(t, f.has(catBalance))
 }
