@@ -410,54 +410,41 @@ func (l *Ledger) published(e *entry) {
 // catchUpLocked reads the site's messages after its state (e.mu held), up
 // to the subject's last message as it finds it, and no further: while
 // another process keeps appending to the site, a catch-up that chased the
-// subject's end one message at a time could not reach it, and its
-// callers' deadline passed (a gateway starved by another writing the same
-// site). What is stored meanwhile makes the next append conflict and
-// catch up again. A state one message behind costs two reads (that message
-// and the subject's last); more are read in one batch.
+// subject's end could not reach it, and its callers' deadline passed (a
+// gateway starved by another writing the same site). What is stored
+// meanwhile makes the next append conflict and catch up again. The reads
+// are direct gets, one a message: a read through a consumer costs the
+// cluster a consumer made and removed, and catch-ups come in bursts when
+// two processes write one site.
 func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
-	m, err := l.store.Next(ctx, e.subj, e.pos.Seq+1)
-	if errors.Is(err, events.ErrNotFound) {
-		e.behind = false
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := l.catchUpApply(e, m); err != nil {
-		return err
-	}
-	last, err := l.store.LastFor(ctx, e.subj)
-	if err != nil {
-		return err
-	}
-	if last > e.pos.Seq {
-		err = l.store.Read(ctx, e.subj, e.pos.Seq+1, func(m events.Msg) error {
-			if m.Seq > last {
-				return errCaughtUp
-			}
-			if err := l.catchUpApply(e, m); err != nil {
-				return err
-			}
-			if m.Seq == last {
-				return errCaughtUp
-			}
+	var last uint64
+	for {
+		m, err := l.store.Next(ctx, e.subj, e.pos.Seq+1)
+		if errors.Is(err, events.ErrNotFound) {
+			e.behind = false
 			return nil
-		})
-		if err != nil && !errors.Is(err, errCaughtUp) {
+		}
+		if err != nil {
 			return err
 		}
+		if last != 0 && m.Seq > last {
+			// Stored after the catch-up began: the next attempt's.
+			e.behind = false
+			return nil
+		}
+		if err := l.applySiteLocked(e, m); err != nil {
+			return fmt.Errorf("catch up site %s at %d: %w: %v", e.id, m.Seq, events.ErrUnavailable, err)
+		}
+		if last == 0 {
+			// Where this catch-up ends, read once something was found.
+			if last, err = l.store.LastFor(ctx, e.subj); err != nil {
+				return err
+			}
+		}
+		if e.pos.Seq >= last {
+			e.behind = false
+			return nil
+		}
 	}
-	e.behind = false
-	return nil
 }
 
-// errCaughtUp ends a catch-up's read at the last message it set out to read.
-var errCaughtUp = errors.New("caught up")
-
-func (l *Ledger) catchUpApply(e *entry, m events.Msg) error {
-	if err := l.applySiteLocked(e, m); err != nil {
-		return fmt.Errorf("catch up site %s at %d: %w: %v", e.id, m.Seq, events.ErrUnavailable, err)
-	}
-	return nil
-}

@@ -454,7 +454,9 @@ func ledgerTwoLedgersLaggingFollowerDecidesOnFreshState(t *testing.T, e *env) {
 // follower does not apply the site's messages while hide is set, and
 // before each read of the site's next message lets another process store
 // one more (onNext): a site another gateway keeps writing while this one
-// catches up.
+// catches up. Asking for the site's last message ends the other's writes:
+// a catch-up that bounds itself there ends, one that chases the end does
+// not.
 type chasing struct {
 	ledger.Store
 	subj   string
@@ -469,6 +471,13 @@ func (c *chasing) Follow(ctx context.Context, filter string, from uint64, fn fun
 		}
 		fn(m)
 	})
+}
+
+func (c *chasing) LastFor(ctx context.Context, subject string) (uint64, error) {
+	if subject == c.subj {
+		c.onNext.Store(nil)
+	}
+	return c.Store.LastFor(ctx, subject)
 }
 
 func (c *chasing) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {

@@ -120,40 +120,62 @@ func (s *Store) readBytesSize() int {
 // readFirst reads up to one batch of messages with one fetch. more says that
 // messages were still pending after them, from sequence next.
 func (s *Store) readFirst(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) (next uint64, more bool, err error) {
-	cons, err := s.ordered(ctx, filter, from)
+	cons, err := s.ordered(ctx, filter, from, readInactive)
 	if err != nil {
 		return 0, false, fmt.Errorf("read %s: %w", filter, err)
 	}
+	defer s.dropConsumer(cons)
+	// On a replicated stream the consumer a fetch makes may not be known
+	// yet to the node its pull reaches, which then has no responder: that
+	// fetch read nothing and reached nobody, and is sent again.
+	for attempt := 0; ; attempt++ {
+		var got bool
+		next, more, got, err = s.fetchFirst(ctx, cons, filter, fn)
+		if got || !errors.Is(err, nats.ErrNoResponders) || attempt >= 3 {
+			return next, more, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, err
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+}
+
+// fetchFirst is readFirst's one fetch; got says a message was delivered.
+func (s *Store) fetchFirst(ctx context.Context, cons jetstream.Consumer, filter string, fn func(events.Msg) error) (next uint64, more, got bool, err error) {
 	batch, err := cons.FetchNoWait(s.readBatchSize())
 	if err != nil {
-		return 0, false, fmt.Errorf("read %s: %w", filter, mapErr(err))
+		return 0, false, false, fmt.Errorf("read %s: %w", filter, mapErr(err))
 	}
 	for m := range batch.Messages() {
+		got = true
 		md, err := m.Metadata()
 		if err != nil {
-			return 0, false, fmt.Errorf("read %s: metadata: %w", filter, err)
+			return 0, false, got, fmt.Errorf("read %s: metadata: %w", filter, err)
 		}
 		if err := s.onDisk(ctx, md.Sequence.Stream); err != nil {
-			return 0, false, fmt.Errorf("read %s: %w", filter, err)
+			return 0, false, got, fmt.Errorf("read %s: %w", filter, err)
 		}
 		if err := fn(events.Msg{Seq: md.Sequence.Stream, Subject: m.Subject(), Data: m.Data()}); err != nil {
-			return 0, false, err
+			return 0, false, got, err
 		}
 		next, more = md.Sequence.Stream+1, md.NumPending > 0
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-		return 0, false, fmt.Errorf("read %s: %w", filter, mapErr(err))
+		return 0, false, got, fmt.Errorf("read %s: %w", filter, mapErr(err))
 	}
-	return next, more, nil
+	return next, more, got, nil
 }
 
 // readRest streams from sequence from, which readFirst saw pending, until
 // the message after which nothing matching is pending.
 func (s *Store) readRest(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error {
-	cons, err := s.ordered(ctx, filter, from)
+	cons, err := s.ordered(ctx, filter, from, readInactive)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", filter, err)
 	}
+	defer s.dropConsumer(cons)
 	it, err := cons.Messages(jetstream.PullMaxBytes(s.readBytesSize()))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", filter, mapErr(err))
@@ -185,15 +207,25 @@ func (s *Store) readRest(ctx context.Context, filter string, from uint64, fn fun
 	}
 }
 
-// ordered makes an ordered consumer of filter starting at sequence from.
-func (s *Store) ordered(ctx context.Context, filter string, from uint64) (jetstream.Consumer, error) {
+// readInactive is how long the server keeps a Read's consumer once nothing
+// pulls from it (the library's default is 5 minutes): the stream holds at
+// most 1,000 consumers, and reads that left theirs behind at a few hundred
+// a second (callback streams, catch-ups) filled it, after which every read
+// failed until they expired. A read also deletes its consumer when it ends
+// (dropConsumer); this bounds what a read that could not do so leaves.
+const readInactive = 5 * time.Second
+
+// ordered makes an ordered consumer of filter starting at sequence from;
+// inactive is its InactiveThreshold (0: the library's).
+func (s *Store) ordered(ctx context.Context, filter string, from uint64, inactive time.Duration) (jetstream.Consumer, error) {
 	if from == 0 {
 		from = 1
 	}
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    from,
+		FilterSubjects:    []string{filter},
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       from,
+		InactiveThreshold: inactive,
 	}
 	// A server whose JetStream is still rejoining the cluster (a node
 	// back from a restart or a partition) has no API responders for a
@@ -214,6 +246,21 @@ func (s *Store) ordered(ctx context.Context, filter string, from uint64) (jetstr
 	}
 }
 
+// dropConsumer deletes a finished read's consumer, in the background (the
+// read's answer does not wait for it); one that cannot be deleted now goes
+// after readInactive.
+func (s *Store) dropConsumer(cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil || info.Name == "" {
+		return
+	}
+	go func(name string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.stream.DeleteConsumer(ctx, name)
+	}(info.Name)
+}
+
 // Follow's pull requests: see Follow.
 const (
 	followExpiry    = 5 * time.Second
@@ -225,7 +272,7 @@ const (
 // stream order; an ordered consumer recreates itself after a disconnect, so
 // a follower never skips or repeats a message.
 func (s *Store) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
-	cons, err := s.ordered(ctx, filter, from)
+	cons, err := s.ordered(ctx, filter, from, 0)
 	if err != nil {
 		return fmt.Errorf("follow %s: %w", filter, err)
 	}

@@ -273,3 +273,34 @@ func TestOpenExisting_withoutSnapshotBucket(t *testing.T) {
 	assert.Equal(t, seq, last)
 	require.ErrorIs(t, ro.SaveSnapshot(ctx, "site-s1", seq, []byte("x")), events.ErrUnavailable)
 }
+
+// TestStore_readsLeaveNoConsumers: a read's consumer goes when the read
+// ends. The stream holds at most 1,000 consumers, and reads that left
+// theirs for the library's five minutes filled it at a few hundred reads a
+// second, after which every read failed.
+func TestStore_readsLeaveNoConsumers(t *testing.T) {
+	srv := testkit.StartServer(t, jsstore.ServerConfig{})
+	nc := srv.Conn("reads")
+	st := testkit.OpenStore(t, nc, jsstore.Options{})
+	ctx := context.Background()
+	subj := siteSubject("s1")
+	var last uint64
+	for i := range 5 {
+		seq, err := st.Append(ctx, subj, last, []byte(fmt.Sprint("m", i)))
+		require.NoError(t, err)
+		last = seq
+	}
+	for range 50 {
+		n := 0
+		require.NoError(t, st.Read(ctx, subj, 1, func(events.Msg) error { n++; return nil }))
+		require.Equal(t, 5, n)
+	}
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	s, err := js.Stream(ctx, events.StreamName)
+	require.NoError(t, err)
+	testkit.Eventually(t, testkit.WaitFor, func() bool {
+		info, err := s.Info(ctx)
+		return err == nil && info.State.Consumers == 0
+	}, "the reads' consumers are gone")
+}
