@@ -447,4 +447,3 @@ func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
 		}
 	}
 }
-
