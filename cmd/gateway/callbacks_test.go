@@ -41,6 +41,9 @@ type hookReceiver struct {
 	onHook func(h hook)
 	// refuse makes it answer 500 (the callback is still counted).
 	refuse atomic.Bool
+	// hold, when set, keeps each answer until the channel closes or the
+	// caller goes (the callback is counted first).
+	hold atomic.Pointer[chan struct{}]
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -59,6 +62,13 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		r.got = append(r.got, h)
 		on := r.onHook
 		r.mu.Unlock()
+		if hold := r.hold.Load(); hold != nil {
+			select {
+			case <-*hold:
+			case <-req.Context().Done():
+				return
+			}
+		}
 		w.Header().Set("Content-Length", "0")
 		if r.refuse.Load() {
 			w.WriteHeader(http.StatusInternalServerError)

@@ -683,3 +683,44 @@ func delivering(t *testing.T, bases [2]string) int {
 	}, "one gateway delivers")
 	return i
 }
+
+// TestCluster_resendPendingWhileTheDispatcherDies: a resend answered
+// pending is followed by an attempt that starts after it, by the process
+// that took it or, should it stop first, by the next (docs/callbacks.md
+// "Parking and resend"): the delivering gateway is killed while the
+// resent attempt is under way, and the other, taking the lease, makes it.
+func TestCluster_resendPendingWhileTheDispatcherDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and gateway subprocesses")
+	}
+	cmds, bases := callbackGateways(t)
+	rcv := newHookReceiver(t)
+	siteWithHooks(t, bases[0], rcv, 1)
+	items := waitDelivered(t, bases[1], 1)
+	id := items[0].EventID
+	same := func(h hook) bool { return h.id == id }
+	before := rcv.count(same)
+	i := delivering(t, bases)
+	active, other := bases[i], bases[1-i]
+
+	hold := make(chan struct{})
+	rcv.hold.Store(&hold)
+	e, err := call("POST", active+"/ops/v1/callbacks/"+id+"/resend",
+		map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": "application/json"}, "null")
+	require.NoError(t, err)
+	require.Equal(t, 200, e.Status, e.Code)
+	var d deliveryItem
+	require.NoError(t, json.Unmarshal(e.Data, &d))
+	require.Equal(t, "pending", d.Status)
+	testkit.Eventually(t, testkit.WaitFor, func() bool { return rcv.count(same) == before+1 }, "the resent attempt under way")
+
+	require.NoError(t, cmds[i].Process.Kill())
+	_ = cmds[i].Wait()
+	rcv.hold.Store(nil)
+	close(hold)
+	testkit.Eventually(t, 2*testkit.WaitFor, func() bool { return rcv.count(same) >= before+2 },
+		"the other gateway (%s) makes the resent attempt again", other)
+	for _, h := range rcv.hooks() {
+		assert.True(t, h.valid, "callback %s verifies", h.id)
+	}
+}
