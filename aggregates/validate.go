@@ -101,7 +101,7 @@ func webURL(raw string) string {
 	if len(raw) > 2048 {
 		return "must be at most 2048 bytes"
 	}
-	if strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || isControl(r) || blankRune(r) }) {
+	if strings.ContainsFunc(raw, func(r rune) bool { return isControl(r) || blankRune(r) }) {
 		return "must not hold white space, control or invisible characters"
 	}
 	u, err := url.Parse(raw)

@@ -417,33 +417,24 @@ func (l *Ledger) published(e *entry) {
 // cluster a consumer made and removed, and catch-ups come in bursts when
 // two processes write one site.
 func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
-	var last uint64
-	for {
+	var last uint64 // the subject's last message, read once one is found
+	for last == 0 || e.pos.Seq < last {
 		m, err := l.store.Next(ctx, e.subj, e.pos.Seq+1)
 		if errors.Is(err, events.ErrNotFound) {
-			e.behind = false
-			return nil
+			break
 		}
 		if err != nil {
 			return err
-		}
-		if last != 0 && m.Seq > last {
-			// Stored after the catch-up began: the next attempt's.
-			e.behind = false
-			return nil
 		}
 		if err := l.applySiteLocked(e, m); err != nil {
 			return fmt.Errorf("catch up site %s at %d: %w: %v", e.id, m.Seq, events.ErrUnavailable, err)
 		}
 		if last == 0 {
-			// Where this catch-up ends, read once something was found.
 			if last, err = l.store.LastFor(ctx, e.subj); err != nil {
 				return err
 			}
 		}
-		if e.pos.Seq >= last {
-			e.behind = false
-			return nil
-		}
 	}
+	e.behind = false
+	return nil
 }

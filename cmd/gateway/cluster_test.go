@@ -162,8 +162,8 @@ func TestCluster_readYourWritesAcrossGateways(t *testing.T) {
 }
 
 // listingsAcross: a site and a method created through one gateway are in
-// the other's sites and methods listings at once (they catch up with the
-// stream leader first).
+// the other's sites, methods and callbacks listings at once (they catch up
+// with the stream leader first).
 func listingsAcross(t *testing.T, a, b string) {
 	t.Helper()
 	for i := range 10 {
@@ -185,6 +185,9 @@ func listingsAcross(t *testing.T, a, b string) {
 		}
 		opsCall(t, r, "GET", "/ops/v1/sites", nil, &sites)
 		opsCall(t, r, "GET", "/ops/v1/banks", nil, &banks)
+		// The callbacks listing of the site knows it (it answers 404 for
+		// a site that does not exist): 200, empty.
+		opsCall(t, r, "GET", "/ops/v1/callbacks?site="+made.ID, nil, nil)
 		has := func(items []map[string]any, key, want string) bool {
 			for _, it := range items {
 				if it[key] == want {

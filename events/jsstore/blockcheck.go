@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,12 +60,18 @@ func checkStoreFiles(storeDir string) error {
 			continue
 		}
 		stream := filepath.Base(sdir)
-		w := streamWalk{stream: stream, mark: readMark(storeDir, stream), checked: checked, passed: passed}
+		mark, err := readMark(storeDir, stream)
+		if err != nil {
+			// A mark that cannot be read would hide a loss: the store's
+			// open refuses it too (openMark).
+			return fmt.Errorf("%w: %w", ErrDataDir, err)
+		}
+		w := streamWalk{stream: stream, mark: mark, checked: checked, passed: passed}
 		if buf, err = w.run(mdir, buf); err != nil {
 			return err
 		}
 	}
-	if !sameStamps(checked, passed) {
+	if !maps.Equal(checked, passed) {
 		saveChecked(storeDir, passed)
 	}
 	return nil
@@ -85,15 +92,6 @@ func plainStream(sdir string) bool {
 		return false
 	}
 	return cfg.Compression == "" || cfg.Compression == "none"
-}
-
-// readMark is the durable mark of stream under dir (0 for none).
-func readMark(dir, stream string) uint64 {
-	b, err := os.ReadFile(markPath(dir, stream))
-	if err != nil {
-		return 0
-	}
-	return parseMark(b)
 }
 
 // record is one message record of a block: where, its sequence, and what
@@ -308,18 +306,6 @@ func loadChecked(dir string) map[string]blockStamp {
 		}
 	}
 	return out
-}
-
-func sameStamps(a, b map[string]blockStamp) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // saveChecked writes the list whole, through a temporary file, so that a

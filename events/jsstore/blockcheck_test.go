@@ -221,3 +221,18 @@ func TestRunServer_damagedSequenceAcrossBlocks(t *testing.T) {
 		})
 	}
 }
+
+// A durable mark that cannot be read stops the start: the checks of what
+// was acknowledged would otherwise pass over a loss, as the store's open
+// refuses it too.
+func TestRunServer_unreadableMarkStops(t *testing.T) {
+	srv, nc := syncedHistory(t, 3)
+	nc.Close()
+	srv.Stop()
+	mark := filepath.Join(srv.Dir(), "durable-"+events.StreamName)
+	require.NoError(t, os.Remove(mark))
+	require.NoError(t, os.Mkdir(mark, 0o700))
+	_, err := jsstore.RunServer(jsstore.ServerConfig{Dir: srv.Dir()})
+	require.ErrorIs(t, err, jsstore.ErrDataDir)
+	assert.Contains(t, err.Error(), "durable mark")
+}

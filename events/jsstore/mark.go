@@ -67,14 +67,24 @@ func parseMark(b []byte) uint64 {
 // below the durable mark the gateway left there. A directory without a
 // mark passes.
 func CheckDurableMark(dir, stream string, last uint64) error {
+	mark, err := readMark(dir, stream)
+	if err != nil {
+		return err
+	}
+	return checkMark(stream, last, mark)
+}
+
+// readMark is the durable mark of stream under dir, read without opening
+// it for writing (0 for none).
+func readMark(dir, stream string) (uint64, error) {
 	b, err := os.ReadFile(markPath(dir, stream))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("durable mark: %w", err)
+		return 0, fmt.Errorf("durable mark: %w", err)
 	}
-	return checkMark(stream, last, parseMark(b))
+	return parseMark(b), nil
 }
 
 // checkMark refuses a stream whose last sequence is below the mark.
