@@ -32,6 +32,8 @@ const maxCommitTime = 30 * time.Second
 // the site's state from its snapshot and the stream: the state it left
 // behind is in doubt, and the other sites' commands go on.
 func (l *Ledger) commit(e *entry, batch []*op) {
+	deadline := batchDeadline(batch)
+	waitHold(e, deadline)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer func() {
@@ -45,7 +47,7 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 			}
 		}
 	}()
-	ctx, cancel := context.WithDeadline(context.Background(), batchDeadline(batch))
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if f := e.fault.Load(); f != nil && f.rebuild {
 		if err := l.rebuildLocked(e); err != nil {
@@ -58,12 +60,13 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 		return
 	}
 	if e.behind {
-		if err := l.catchUpLocked(ctx, e); err != nil {
+		if err := l.catchUpLocked(ctx, e, nil); err != nil {
 			fail(batch, fmt.Errorf("%w: %v", events.ErrUnavailable, err))
 			return
 		}
 	}
 	w := &siteWrite{l: l, e: e, batch: batch}
+	defer w.endHandOver()
 	if err := l.write(ctx, w); err != nil {
 		// The outcome of an append, or what the subject holds, is in
 		// doubt: the next batch catches up first.
@@ -112,12 +115,22 @@ type siteWrite struct {
 	batch []*op
 	// seq is the sequence of the message the batch was stored in.
 	seq uint64
+	// conflicts counts the write's conflicts in a row; askedAt is when
+	// the site was last asked of the other processes (see askHandOver).
+	conflicts int
+	askedAt   time.Time
 }
 
 func (w *siteWrite) Subject() string                     { return w.e.subj }
 func (w *siteWrite) Position() events.Position           { return w.e.pos }
 func (w *siteWrite) Decide(now time.Time) []events.Event { return w.l.decide(w.e, w.batch, now) }
-func (w *siteWrite) CatchUp(ctx context.Context) error   { return w.l.catchUpLocked(ctx, w.e) }
+
+// CatchUp follows a conflict: the site is handed over from the
+// handOverAfter-th in a row on, then caught up.
+func (w *siteWrite) CatchUp(ctx context.Context) error {
+	w.askHandOver()
+	return w.l.catchUpLocked(ctx, w.e, w.renewHandOver)
+}
 
 // Stored applies the batch's events: now the state may change, as every
 // other process applies the message, and readers see it at once.

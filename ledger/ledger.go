@@ -74,6 +74,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics receives measurements (nil: none are taken).
 	Metrics Metrics
+	// HandOver carries requests to hold a busy site's appends between the
+	// processes writing the stream (see handover.go); nil: none are asked
+	// or heard, as for a store no other process writes.
+	HandOver HandOver
 }
 
 // Ledger is the in-memory state of all sites, the catalog and the operators,
@@ -143,6 +147,9 @@ type entry struct {
 	fault atomic.Pointer[fault]
 	// snapSeq is the sequence of the last snapshot written (snapMu held).
 	snapSeq uint64
+	// hold, when set, holds the site's next append for another process
+	// (see handover.go).
+	hold atomic.Pointer[hold]
 
 	qmu     sync.Mutex
 	queue   []*op
@@ -289,6 +296,12 @@ func (l *Ledger) Start(ctx context.Context) error {
 	l.checkReady()
 	fctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
+	if ho := l.cfg.HandOver; ho != nil {
+		if err := ho.OnHandOver(fctx, l.handOverAsked); err != nil {
+			cancel()
+			return fmt.Errorf("start ledger: %w", err)
+		}
+	}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -363,6 +376,7 @@ func (l *Ledger) applySiteLocked(e *entry, m events.Msg) error {
 		return err
 	}
 	l.published(e)
+	e.endHold()
 	return nil
 }
 
@@ -416,9 +430,15 @@ func (l *Ledger) published(e *entry) {
 // are direct gets, one a message: a read through a consumer costs the
 // cluster a consumer made and removed, and catch-ups come in bursts when
 // two processes write one site.
-func (l *Ledger) catchUpLocked(ctx context.Context, e *entry) error {
+//
+// step, when set, runs before each read (a write that asked for the site
+// renews its request: see handover.go).
+func (l *Ledger) catchUpLocked(ctx context.Context, e *entry, step func()) error {
 	var last uint64 // the subject's last message, read once one is found
 	for last == 0 || e.pos.Seq < last {
+		if step != nil {
+			step()
+		}
 		m, err := l.store.Next(ctx, e.subj, e.pos.Seq+1)
 		if errors.Is(err, events.ErrNotFound) {
 			break

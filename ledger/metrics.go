@@ -14,6 +14,10 @@ import (
 type Metrics interface {
 	// Redecided counts a batch decided again after a conflict.
 	Redecided()
+	// HandOver counts a hand-over of a busy site between processes:
+	// asked of the others (asked) or held for one of them (see
+	// handover.go).
+	HandOver(asked bool)
 	// Committed observes one stored message and the commands it holds.
 	Committed(commands int)
 	// Swept observes one expiry sweep: how long it took, how many
@@ -26,6 +30,7 @@ type nopMetrics struct{}
 
 func (nopMetrics) Redecided()                      {}
 func (nopMetrics) Committed(int)                   {}
+func (nopMetrics) HandOver(bool)                   {}
 func (nopMetrics) Swept(time.Duration, int, error) {}
 
 // write runs a through the write loop, measured.
@@ -46,6 +51,11 @@ func (w *measured) Decide(now time.Time) []events.Event {
 		w.m.Redecided()
 	}
 	return w.Writable.Decide(now)
+}
+
+func (w *measured) handingOver() bool {
+	h, ok := w.Writable.(handingOver)
+	return ok && h.handingOver()
 }
 
 func (w *measured) Stored(seq uint64, evs []events.Event) error {

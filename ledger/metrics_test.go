@@ -21,6 +21,8 @@ import (
 type recorder struct {
 	mu         sync.Mutex
 	redecided  int
+	asked      int
+	held       int
 	committed  []int
 	sweeps     int
 	expired    int
@@ -28,6 +30,16 @@ type recorder struct {
 }
 
 func (r *recorder) Redecided() { r.mu.Lock(); r.redecided++; r.mu.Unlock() }
+
+func (r *recorder) HandOver(asked bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if asked {
+		r.asked++
+	} else {
+		r.held++
+	}
+}
 
 func (r *recorder) Committed(n int) { r.mu.Lock(); r.committed = append(r.committed, n); r.mu.Unlock() }
 
@@ -44,7 +56,7 @@ func (r *recorder) Swept(_ time.Duration, expired int, err error) {
 func (r *recorder) snapshot() recorder {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return recorder{redecided: r.redecided, committed: append([]int(nil), r.committed...), sweeps: r.sweeps,
+	return recorder{redecided: r.redecided, asked: r.asked, held: r.held, committed: append([]int(nil), r.committed...), sweeps: r.sweeps,
 		expired: r.expired, incomplete: append([]error(nil), r.incomplete...)}
 }
 

@@ -90,11 +90,21 @@ func (w Writer) Write(ctx context.Context, a Writable) error {
 		if attempt == 0 && a.Position().Seq != before {
 			continue
 		}
+		if h, ok := a.(handingOver); ok && h.handingOver() {
+			// The other writers hold their next append for this one
+			// (handover.go): waiting would spend the hold.
+			continue
+		}
 		if err := pause(ctx, conflictPause(attempt)); err != nil {
 			return fmt.Errorf("%s: %d conflicting attempts before the deadline: %w", a.Subject(), attempt+1, err)
 		}
 	}
 }
+
+// handingOver is a Writable that can ask the other writers of its subject
+// to hold their next append for it, and reports whether it has asked
+// during this write.
+type handingOver interface{ handingOver() bool }
 
 // conflictPause is the wait before the decision after the n-th conflict in
 // a row: drawn at random up to 1 ms doubling to 64 ms.

@@ -47,6 +47,7 @@ type Metrics struct {
 
 	appends     *prometheus.CounterVec
 	redecisions prometheus.Counter
+	handOvers   *prometheus.CounterVec
 	batch       prometheus.Histogram
 	storeTime   *prometheus.HistogramVec
 	storeErrors *prometheus.CounterVec
@@ -77,6 +78,9 @@ func New() *Metrics {
 			"Appends to the ledger stream by outcome: stored, conflict (another writer was first) or unavailable.", "outcome"),
 		redecisions: f.counter("ledger_redecisions_total",
 			"Batches decided again after a conflict (the state caught up from the stream first)."),
+		handOvers: f.counterVec("ledger_handovers_total",
+			"Hand-overs of a busy site between gateway processes: asked (this process conflicted twice in a row and asked the others to hold) or held (this process held an append for another).",
+			"direction"),
 		batch: f.histogram("ledger_batch_commands", "Commands in one appended message (group commit).", batchBuckets),
 		storeTime: f.histogramVec("store_request_duration_seconds",
 			"Round trips to the event store by operation.", fastBuckets, "op"),
@@ -95,6 +99,9 @@ func New() *Metrics {
 			"Callback POSTs by outcome (delivered or failed) and how long each took.", attemptBuckets, "outcome"),
 		delay: f.histogram("callback_delivery_delay_seconds",
 			"Time from a final-state event to its callback's 2xx, retries included.", delayBuckets),
+	}
+	for _, d := range []string{"asked", "held"} {
+		m.handOvers.WithLabelValues(d)
 	}
 	for _, o := range []string{AppendStored, AppendConflict, AppendUnavailable, AppendUnknown} {
 		m.appends.WithLabelValues(o)
@@ -146,6 +153,16 @@ func (m *Metrics) StoreCall(op string, took time.Duration, failed bool) {
 
 // Redecided counts a batch decided again after a conflict.
 func (m *Metrics) Redecided() { m.redecisions.Inc() }
+
+// HandOver counts a hand-over of a busy site: asked of the other
+// processes, or held for one of them.
+func (m *Metrics) HandOver(asked bool) {
+	d := "held"
+	if asked {
+		d = "asked"
+	}
+	m.handOvers.WithLabelValues(d).Inc()
+}
 
 // Committed observes one stored message of commands commands.
 func (m *Metrics) Committed(commands int) { m.batch.Observe(float64(commands)) }

@@ -116,7 +116,7 @@ func openLedger(ctx context.Context, nc *nats.Conn, o ledgerOptions, log *slog.L
 	// Loading the snapshots of many sites takes longer than a create.
 	err = waitFor(ctx, log, "load the ledger", startLimit, func(actx context.Context) error {
 		led = ledger.New(store, ledger.Config{SnapshotEvery: o.snapshotEvery, SnapshotPace: snapshotPace, TailMayBeLost: o.tailMayBeLost,
-			Logger: log, Metrics: o.metrics})
+			Logger: log, Metrics: o.metrics, HandOver: js})
 		if err := led.Start(actx); err != nil {
 			return fmt.Errorf("start ledger: %w", err)
 		}

@@ -37,5 +37,5 @@ func OpenExisting(ctx context.Context, nc *nats.Conn, o Options) (*Store, error)
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("snapshot bucket %s: %w", snapshotBucket, mapErr(err))
 	}
-	return &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream}, nil
+	return &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream, self: newWriterID()}, nil
 }

@@ -63,6 +63,9 @@ type Store struct {
 	stream jetstream.Stream
 	snaps  jetstream.ObjectStore
 	name   string
+	// self tells this store's hand-over requests from other processes'
+	// (see handover.go).
+	self string
 	// batch groups appends across subjects; nil: every append alone.
 	batch *batcher
 	// files reads sealed messages from the block files; nil: none.
@@ -131,7 +134,7 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create snapshot bucket: %w", mapErr(err))
 	}
-	s := &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream}
+	s := &Store{nc: nc, stream: st, snaps: snaps, name: o.Stream, self: newWriterID()}
 	// A server that does not know atomic batches leaves the option out of
 	// the configuration it answers with; it would store the staged
 	// messages one by one.

@@ -1,0 +1,178 @@
+package ledger
+
+// Hand-over of a busy site between gateway processes.
+//
+// Two processes writing one site are fenced by the expected sequence, which
+// keeps money safe but not the two fair: the process that wins an append
+// decides its next batch from its own state at once, while the one that
+// lost must read what won, decide again and send, a round trip or more
+// later. With a full queue the winner appends back to back and the loser's
+// append never fits between two of them; its callers wait out their
+// deadline (docs/ARCHITECTURE.md, "Two writers of one site"). So a process
+// that conflicts twice in a row on a site asks the others to hold their next
+// append on it (HandOver), until its message reaches them or handOverHold
+// has passed. The hold is never what keeps a write safe: a lost or late
+// request only costs the loser more conflicts, as without it.
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"gateway/events"
+)
+
+// HandOver carries requests to hold appends between the processes writing
+// one stream (events/jsstore implements it over core NATS).
+type HandOver interface {
+	// HandOver asks every other process writing the stream to hold its
+	// appends on subject for a moment (hold), or tells them this one no
+	// longer needs them to (its write ended).
+	HandOver(subject string, hold bool) error
+	// OnHandOver calls fn with each request another process makes, in the
+	// order that process made them, until ctx ends. fn must not block.
+	OnHandOver(ctx context.Context, fn func(subject string, hold bool)) error
+}
+
+// handOverHold is how long a request holds a site's appends: enough for
+// the asker's next step (a read or an append across a cluster, a round
+// trip or two), after which it asks again while it still works towards
+// its append (handOverRenew). A request nobody follows up (the asker's
+// decision appended nothing, or it died) so costs the site at most this
+// long.
+const handOverHold = 50 * time.Millisecond
+
+// handOverRenew is how often a writer that asked asks again while it
+// catches up: well within handOverHold, so the hold does not lapse while
+// the asker reads what it lacks.
+const handOverRenew = handOverHold / 3
+
+// handOverAfter is the conflicts in a row on a site, within one write,
+// after which its writer asks for the site to be handed over: a single
+// conflict is the ordinary race of two writers, settled by one catch-up.
+const handOverAfter = 2
+
+// hold is a request to hold a site's appends: until the time given (unix
+// nanoseconds; each request of the asker extends it), or until moved is
+// closed because a message of another process was applied to the site.
+type hold struct {
+	until atomic.Int64
+	moved chan struct{}
+}
+
+// handOverAsked holds the next append on subject's site for the process
+// that asked, or extends the hold under way; or ends it, once that process
+// says its write ended. A site this process does not hold, or a subject
+// that is no site's, has nothing to hold.
+func (l *Ledger) handOverAsked(subject string, asked bool) {
+	id, ok := events.SiteOf(subject)
+	if !ok {
+		return
+	}
+	e := l.lookup(id)
+	if e == nil {
+		return
+	}
+	if !asked {
+		e.endHold()
+		return
+	}
+	now := time.Now().UnixNano()
+	until := now + int64(handOverHold)
+	old := e.hold.Load()
+	if old != nil && now < old.until.Load() {
+		if old.until.Load() < until {
+			old.until.Store(until)
+		}
+		return
+	}
+	h := &hold{moved: make(chan struct{})}
+	h.until.Store(until)
+	if e.hold.CompareAndSwap(old, h) {
+		l.cfg.Metrics.HandOver(false)
+	}
+}
+
+// waitHold waits while the site's appends are held for another process
+// (see handOverAsked), at most until deadline, and ends the hold.
+func waitHold(e *entry, deadline time.Time) {
+	h := e.hold.Load()
+	if h == nil {
+		return
+	}
+	defer e.hold.CompareAndSwap(h, nil)
+	for {
+		d := min(time.Until(time.Unix(0, h.until.Load())), time.Until(deadline))
+		if d <= 0 {
+			return
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-h.moved:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// endHold ends a hold on e once a message of another process has been
+// applied to it, or the process that asked says its write ended: it got
+// its turn.
+func (e *entry) endHold() {
+	if e.hold.Load() == nil {
+		return
+	}
+	if h := e.hold.Swap(nil); h != nil {
+		close(h.moved)
+	}
+}
+
+// handingOver reports whether w asked the other processes to hold the
+// site during this write.
+func (w *siteWrite) handingOver() bool { return !w.askedAt.IsZero() }
+
+// askHandOver counts a conflict of w's write and, from the handOverAfter-th
+// in a row, asks the other processes to hand the site over.
+func (w *siteWrite) askHandOver() {
+	w.conflicts++
+	if w.conflicts >= handOverAfter {
+		w.ask()
+	}
+}
+
+// renewHandOver asks again, while w catches up, once handOverRenew has
+// passed since w last asked.
+func (w *siteWrite) renewHandOver() {
+	if w.handingOver() && time.Since(w.askedAt) >= handOverRenew {
+		w.ask()
+	}
+}
+
+func (w *siteWrite) ask() {
+	ho := w.l.cfg.HandOver
+	if ho == nil {
+		return
+	}
+	if err := ho.HandOver(w.e.subj, true); err != nil {
+		w.l.log.Debug("hand-over not asked", "site", w.e.id, "err", err)
+		return
+	}
+	if !w.handingOver() {
+		w.l.cfg.Metrics.HandOver(true)
+	}
+	w.askedAt = time.Now()
+}
+
+// endHandOver tells the other processes, once w's write has ended, that
+// the site it asked for need no longer be held: a request that reaches them
+// after w's message was applied, or a write that appended nothing, would
+// otherwise hold them for nothing.
+func (w *siteWrite) endHandOver() {
+	if !w.handingOver() {
+		return
+	}
+	if err := w.l.cfg.HandOver.HandOver(w.e.subj, false); err != nil {
+		w.l.log.Debug("end of hand-over not told", "site", w.e.id, "err", err)
+	}
+}

@@ -1,0 +1,116 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events"
+	"gateway/ledger"
+)
+
+// distant is a gateway process's store (a real one underneath) whose reads
+// of one subject's messages, as a catch-up makes them, take delay more: a
+// process a few round trips away from the stream's leader.
+type distant struct {
+	ledger.Store
+	subj  string
+	delay time.Duration
+}
+
+func (d *distant) wait(subject string) {
+	if subject == d.subj {
+		time.Sleep(d.delay)
+	}
+}
+
+func (d *distant) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
+	d.wait(subject)
+	return d.Store.Next(ctx, subject, seq)
+}
+
+func (d *distant) LastFor(ctx context.Context, subject string) (uint64, error) {
+	d.wait(subject)
+	return d.Store.LastFor(ctx, subject)
+}
+
+// TestHandOver_busySiteServesBothWriters: one process keeps a site's queue
+// full and appends back to back; another, whose catch-up reads are slower,
+// writes the same site. Without hand-over the second lost every race (its
+// catch-up, decision and append never fitted between two of the first's
+// appends) until its callers' deadline. With it, every command of the
+// second is stored, each once, and the first goes on.
+func TestHandOver_busySiteServesBothWriters(t *testing.T) {
+	e := newEnv(t)
+	subj := mustSubject(t, siteID)
+	sa := e.store("a")
+	sb := &distant{Store: e.store("b"), subj: subj, delay: 2 * time.Millisecond}
+	ma, mb := &recorder{}, &recorder{}
+	a := e.ledger(sa, ledger.Config{Metrics: ma, HandOver: sa.(ledger.HandOver)})
+	b := e.ledger(sb, ledger.Config{Metrics: mb, HandOver: sb.Store.(ledger.HandOver)})
+	setup(t, a, 0, 100_000)
+	caughtUp(t, b, sb)
+	bk := bank(t, a)
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var byA atomic.Int64
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				pid := fmt.Sprintf("a-%d-%d", g, i)
+				if _, err := a.Execute(ctx, siteID, deposit(bk, pid, "ua-"+pid, 5000), "merchant"); err == nil {
+					byA.Add(1)
+				}
+			}
+		}()
+	}
+	// a's queue is full before b writes.
+	require.Eventually(t, func() bool { return byA.Load() >= 200 }, 30*time.Second, time.Millisecond)
+
+	const n = 10
+	var failed []error
+	atStart := byA.Load()
+	for i := range n {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, err := b.Execute(rctx, siteID, deposit(bk, fmt.Sprintf("b-%d", i), fmt.Sprintf("ub-%d", i), 7000), "merchant")
+		cancel()
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		assert.False(t, res.Decision.Repeat)
+	}
+	during := byA.Load() - atStart
+	stop()
+	wg.Wait()
+	require.Empty(t, failed, "every command of the slower writer is stored (the other stored %d meanwhile)", during)
+	assert.Positive(t, during, "the busy writer went on meanwhile")
+	assert.Positive(t, mb.snapshot().asked, "the slower writer asked for the site")
+	assert.Positive(t, ma.snapshot().held, "the busy writer held for it")
+
+	// Every command stored once: the chain holds them all, and both
+	// ledgers agree on it.
+	caughtUp(t, a, sa)
+	caughtUp(t, b, sb)
+	va := view(t, a, siteID)
+	assert.Equal(t, va, view(t, b, siteID))
+	assert.Equal(t, verifyChain(t, sa, siteID), va.Hash)
+	assert.Len(t, va.Txs, int(byA.Load())+n)
+	seen := map[string]bool{}
+	for _, p := range va.Pids {
+		assert.False(t, seen[p], "processId %s stored once", p)
+		seen[p] = true
+	}
+	for i := range n {
+		assert.True(t, seen[fmt.Sprintf("b-%d", i)], "b-%d stored", i)
+	}
+}
