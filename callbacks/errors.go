@@ -22,6 +22,9 @@ var (
 	ErrInvalidFilter = errors.New("invalid callback filter")
 	// ErrBadCursor means a listing cursor that List did not issue.
 	ErrBadCursor = errors.New("invalid callback cursor")
+	// ErrCursorFilters means a listing cursor List issued for other
+	// filters.
+	ErrCursorFilters = errors.New("callback cursor of other filters")
 )
 
 // Error is a refused operator call: one of the errors above, the request

@@ -68,13 +68,13 @@ func (d *Dispatcher) List(ctx context.Context, f Filter) (records.Page[Delivery]
 			k := key{upTo, ids.MaxEventIndex}
 			items = slices.DeleteFunc(items, func(it listed) bool { return it.k.cmp(k) > 0 })
 			if len(items) <= f.Limit {
-				page.NextCursor = cursorAt(k)
+				page.NextCursor = f.cursorAt(k)
 			}
 		}
 	}
 	if len(items) > f.Limit {
 		items = items[:f.Limit]
-		page.NextCursor = cursorAt(items[len(items)-1].k)
+		page.NextCursor = f.cursorAt(items[len(items)-1].k)
 	}
 	// The log keeps no more than it must: the transaction and the type
 	// are the event's, read back from the stream, once per message (a

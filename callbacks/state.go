@@ -7,8 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,24 +244,70 @@ type listed struct {
 	logged bool
 }
 
-// after returns the key the listing continues after.
+// A cursor is a fingerprint of the filters it was issued for and the
+// webhook id the listing continues after. With other filters it would
+// page through another listing from its middle, skipping or repeating
+// deliveries, which looks like a result. The listing has one order, so
+// the cursor names none.
+const cursorVersion = "k2"
+
+// after returns the key the listing continues after. A cursor of the
+// format before cursorVersion, the bare webhook id, is still taken, for a
+// listing paged across an upgrade: it names no filters to check, and
+// cannot be mistaken for the current format, whose text has colons where
+// a webhook id has none.
 func (f Filter) after() (key, error) {
 	if f.Cursor == "" {
 		return key{}, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-	k, ok := keyOf(string(b))
-	if err != nil || !ok || *cursorAt(k) != f.Cursor {
-		// The last test refuses another spelling of one (other base64
-		// padding bits), which List did not issue either.
+	if err != nil {
 		return key{}, ErrBadCursor
+	}
+	id, fp, bound := string(b), uint64(0), false
+	if version, rest, ok := strings.Cut(id, ":"); ok {
+		fpHex, tail, ok := strings.Cut(rest, ":")
+		if version != cursorVersion || !ok {
+			return key{}, ErrBadCursor
+		}
+		if fp, err = strconv.ParseUint(fpHex, 16, 32); err != nil {
+			return key{}, ErrBadCursor
+		}
+		id, bound = tail, true
+	}
+	k, ok := keyOf(id)
+	spelled := WebhookID(k.seq, k.idx)
+	if bound {
+		spelled = spellCursor(uint32(fp), k)
+	}
+	if !ok || base64.RawURLEncoding.EncodeToString([]byte(spelled)) != f.Cursor {
+		// The last test refuses another spelling of one (a leading zero,
+		// upper-case hex, other base64 padding bits), which List did not
+		// issue either.
+		return key{}, ErrBadCursor
+	}
+	if bound && uint32(fp) != f.fingerprint() {
+		return key{}, ErrCursorFilters
 	}
 	return k, nil
 }
 
-func cursorAt(k key) *string {
-	c := base64.RawURLEncoding.EncodeToString([]byte(WebhookID(k.seq, k.idx)))
+// cursorAt is the cursor that continues f's listing after k.
+func (f Filter) cursorAt(k key) *string {
+	c := base64.RawURLEncoding.EncodeToString([]byte(spellCursor(f.fingerprint(), k)))
 	return &c
+}
+
+func spellCursor(fp uint32, k key) string {
+	return fmt.Sprintf("%s:%08x:%s", cursorVersion, fp, WebhookID(k.seq, k.idx))
+}
+
+// fingerprint hashes the filters, not the cursor nor the page size, which
+// may change from page to page.
+func (f Filter) fingerprint() uint32 {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%q|%q", f.Status, f.SiteID)
+	return h.Sum32()
 }
 
 // list returns, in stream order, the first n records and legacy delivery

@@ -3,6 +3,8 @@ package callbacks
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,17 +98,44 @@ func TestStream_afterParsed(t *testing.T) {
 	require.Zero(t, store.reads.Load())
 }
 
-// TestFilterCursor: a listing cursor is taken only as List spells it.
+// TestFilterCursor: a listing cursor is taken only as List spells it, and
+// only with the filters it was issued for; one of the format before, a
+// bare webhook id, with any.
 func TestFilterCursor(t *testing.T) {
-	c := *cursorAt(key{12, 3})
-	k, err := Filter{Cursor: c}.after()
-	require.NoError(t, err)
+	f := Filter{Status: StatusDelivered, SiteID: "s1", Limit: 10}
+	c := *f.cursorAt(key{12, 3})
+	g := f
+	g.Cursor, g.Limit = c, 500
+	k, err := g.after()
+	require.NoError(t, err, "the page size is no filter")
 	assert.Equal(t, key{12, 3}, k)
+
 	enc := base64.RawURLEncoding.EncodeToString
+	for _, other := range []Filter{{}, {Status: StatusDelivered}, {SiteID: "s1"}, {Status: StatusFailed, SiteID: "s1"},
+		{Status: StatusDelivered, SiteID: "s2"}, {Status: "s1", SiteID: StatusDelivered}} {
+		other.Cursor = c
+		_, err := other.after()
+		assert.ErrorIs(t, err, ErrCursorFilters, "%+v", other)
+	}
+
+	for _, old := range []Filter{{}, f, {SiteID: "s2"}} {
+		old.Cursor = enc([]byte("12-3"))
+		k, err := old.after()
+		require.NoError(t, err, "%+v", old)
+		assert.Equal(t, key{12, 3}, k)
+	}
+
+	fp := fmt.Sprintf("%08x", f.fingerprint())
 	last := c[len(c)-1]
-	other := c[:len(c)-1] + string(last+1) // the same bytes, other padding bits
-	for _, bad := range []string{"garbage!", enc([]byte("012-3")), enc([]byte("12-03")), enc([]byte("12")), other} {
-		_, err := Filter{Cursor: bad}.after()
+	padding := c[:len(c)-1] + string(last+1) // the same bytes, other padding bits
+	for _, bad := range []string{"garbage!", enc([]byte("012-3")), enc([]byte("12-03")), enc([]byte("12")), padding,
+		enc([]byte(cursorVersion + ":" + fp + ":012-3")), enc([]byte(cursorVersion + ":" + strings.ToUpper(fp) + ":12-3")),
+		enc([]byte(cursorVersion + ":" + fp[1:] + ":12-3")), enc([]byte(cursorVersion + ":" + fp + ":12")),
+		enc([]byte(cursorVersion + ":" + fp)), enc([]byte("k1:" + fp + ":12-3")), enc([]byte(cursorVersion + ":zz:12-3")),
+		enc([]byte(cursorVersion + ":" + fp + ":12-3:")), enc([]byte(":12-3"))} {
+		g := f
+		g.Cursor = bad
+		_, err := g.after()
 		assert.ErrorIs(t, err, ErrBadCursor, bad)
 	}
 }

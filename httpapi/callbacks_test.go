@@ -434,6 +434,59 @@ func TestCallbacks_listing(t *testing.T) {
 			})
 		}
 	})
+
+	t.Run("cursor bound to its filters", func(t *testing.T) {
+		first := func(query string) string {
+			p := s.callbackPage(t, auditor.Token, "?"+query+"&limit=1")
+			require.NotNil(t, p.NextCursor, "%s: a next page", query)
+			return url.QueryEscape(*p.NextCursor)
+		}
+		ofA := first("site=" + a.ID)
+		ofAll := first("")
+		ofDelivered := first("status=delivered")
+		listed := func(query string) []string {
+			var out []string
+			for _, d := range s.callbackPage(t, auditor.Token, "?"+query).Items {
+				out = append(out, d.EventID)
+			}
+			return out
+		}
+		t.Run("taken with the filters it was issued for", func(t *testing.T) {
+			// The page size is no filter; an empty filter is no filter.
+			assert.Equal(t, []string{ids[1], ids[3]}, listed("site="+a.ID+"&limit=5&cursor="+ofA))
+			assert.Equal(t, []string{ids[1], ids[3]}, listed("site="+a.ID+"&status=&cursor="+ofA))
+			assert.Equal(t, ids[1:], listed("cursor="+ofAll))
+			assert.Equal(t, ids[1:], listed("site=&cursor="+ofAll))
+			assert.Equal(t, ids[1:], listed("status=delivered&cursor="+ofDelivered))
+		})
+		// Each would page through another listing from the middle: b's
+		// delivery before a's second would be skipped, or the deliveries
+		// of every site would follow a's.
+		for _, tc := range []struct{ name, query string }{
+			{"a's with b", "site=" + b.ID + "&cursor=" + ofA},
+			{"a's without a site", "cursor=" + ofA},
+			{"a's with a status", "site=" + a.ID + "&status=delivered&cursor=" + ofA},
+			{"unfiltered with a site", "site=" + a.ID + "&cursor=" + ofAll},
+			{"unfiltered with a status", "status=failed&cursor=" + ofAll},
+			{"delivered without a status", "cursor=" + ofDelivered},
+			{"delivered with a site", "site=" + b.ID + "&status=delivered&cursor=" + ofDelivered},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := s.opsAs(t, auditor.Token, "GET", "/ops/v1/callbacks?"+tc.query, nil)
+				requireErr(t, r, 400, "invalid_request", "cursor")
+				assert.Contains(t, r.Message, "other filters")
+				assert.Contains(t, r.Message, "filters of the first page")
+			})
+		}
+		t.Run("a cursor of the previous format is still taken", func(t *testing.T) {
+			// It names a place in the stream and no filters: a listing
+			// paged across an upgrade goes on with the filters it has.
+			old := base64.RawURLEncoding.EncodeToString([]byte(ids[0]))
+			assert.Equal(t, []string{ids[1], ids[3]}, listed("site="+a.ID+"&cursor="+old))
+			assert.Equal(t, ids[1:], listed("cursor="+old))
+			assert.Equal(t, []string{ids[2]}, listed("site="+b.ID+"&cursor="+old))
+		})
+	})
 }
 
 // TestCallbacks_parkedThenResent: a receiver that always fails gets the

@@ -100,6 +100,9 @@ type stackOptions struct {
 	// message while the test holds it locked: a process whose state lags
 	// behind the stream.
 	followGate *sync.RWMutex
+	// maxHeaderBytes is the HTTP server's MaxHeaderBytes (0: net/http's
+	// default), set before it starts.
+	maxHeaderBytes int
 }
 
 // stackStore is what a stack's ledger and read models read.
@@ -184,6 +187,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	require.NoError(t, led.WaitReady(rctx))
 	st := &stack{t: t, Ledger: led, Store: store, closeConn: nc.Close}
 	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.MaxHeaderBytes = o.maxHeaderBytes
 	st.srv = srv
 	srv.Start()
 	st.URL = srv.URL
@@ -218,8 +222,10 @@ func (e *env) newStack(o stackOptions) *stack {
 
 // resp is a decoded envelope.
 type resp struct {
-	HTTP         int
-	Header       http.Header
+	HTTP   int
+	Header http.Header
+	// Close: the server closes the connection after this response.
+	Close        bool
 	Data         json.RawMessage `json:"data"`
 	Status       int             `json:"status"`
 	Code         string          `json:"code"`
@@ -244,7 +250,7 @@ func do(t testing.TB, req *http.Request) resp {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
-	out := resp{HTTP: res.StatusCode, Header: res.Header, Raw: b}
+	out := resp{HTTP: res.StatusCode, Header: res.Header, Close: res.Close, Raw: b}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 		require.NoError(t, json.Unmarshal(b, &out), "body: %s", b)
 	}

@@ -86,6 +86,7 @@ var errorTable = []errorRule{
 	{callbacks.ErrUnavailable, 503, "unavailable", "", msgUnavailable},
 	{callbacks.ErrInvalidFilter, 400, "invalid_request", "", "the request is invalid"},
 	{callbacks.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
+	{callbacks.ErrCursorFilters, 400, "invalid_request", "cursor", "cursor was issued for other filters: page with the filters of the first page"},
 	{events.ErrOutcomeUnknown, 504, "outcome_unknown", "", "the event store did not confirm whether this request was recorded; " +
 		"repeat it with the same processId (or Idempotency-Key) to get its outcome"},
 	{events.ErrHistoryLost, 503, "unavailable", "", "this transaction's stored history cannot be read: a message is missing from the event store (the operators are told); nothing was recorded"},

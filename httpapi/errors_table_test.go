@@ -65,6 +65,8 @@ func TestClassify(t *testing.T) {
 		{"callback status filter", &callbacks.Error{Field: "status", Err: callbacks.ErrInvalidFilter, Msg: "status must be pending, delivered or failed"},
 			400, "invalid_request", "status", "status must be pending, delivered or failed"},
 		{"callback cursor", callbacks.ErrBadCursor, 400, "invalid_request", "cursor", "cursor is not one this server issued"},
+		{"callback cursor of other filters", callbacks.ErrCursorFilters, 400, "invalid_request", "cursor",
+			"cursor was issued for other filters: page with the filters of the first page"},
 		{"store unavailable", events.ErrUnavailable, 503, "unavailable", "", unavailable},
 		{"append outcome unknown, even after a deadline", fmt.Errorf("%w: %w", events.ErrOutcomeUnknown, context.DeadlineExceeded), 504, "outcome_unknown", "",
 			"the event store did not confirm whether this request was recorded; repeat it with the same processId (or Idempotency-Key) to get its outcome"},

@@ -316,6 +316,11 @@ var errorTexts = map[int]map[string][2]string{
 		"ar": {"طلبات كثيرة جداً", "يرجى الانتظار قليلاً ثم إعادة تحميل الصفحة."},
 		"ku": {"داواکاری زۆر", "تکایە کەمێک چاوەڕێ بکە و پەڕەکە نوێ بکەرەوە."},
 	},
+	http.StatusRequestHeaderFieldsTooLarge: {
+		"en": {"Link too long", "This link is too long to open. Open the payment page again from the shop."},
+		"ar": {"الرابط طويل جداً", "هذا الرابط أطول من أن يُفتح. افتح صفحة الدفع مرة أخرى من المتجر."},
+		"ku": {"بەستەرەکە زۆر درێژە", "ئەم بەستەرە زۆر درێژە بۆ کردنەوە. پەڕەی پارەدان دووبارە لە فرۆشگاکەوە بکەرەوە."},
+	},
 	http.StatusServiceUnavailable: {
 		"en": {"Temporarily unavailable", "The payment page cannot be shown right now. Please reload it in a minute."},
 		"ar": {"غير متاح مؤقتاً", "لا يمكن عرض صفحة الدفع الآن. يرجى إعادة تحميلها بعد دقيقة."},

@@ -130,8 +130,10 @@ func New(cfg Config) *Server {
 	s.merchantEndpoints(s.merchantPaths)
 	r := chi.NewRouter()
 	// HEAD is served wherever GET is (RFC 9110 section 9.3.2), by the GET
-	// handler: net/http sends no body for it.
-	r.Use(withRequestID, s.observe, s.recoverer, s.deadline, middleware.GetHead)
+	// handler: net/http sends no body for it. The header limit comes
+	// before anything reads the request, after only what its refusal
+	// carries (a requestId) and what counts it.
+	r.Use(withRequestID, s.observe, s.limitHeaders, s.recoverer, s.deadline, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		info(r).unmatched = true
 		if p := r.URL.Path; p == "/pay" || strings.HasPrefix(p, "/pay/") {

@@ -11,13 +11,14 @@ import (
 // balancer keeps it out of rotation and a merchant's retry is told to come
 // back, while the gateway waits for its event store (a cluster that is
 // forming, without a leader, or unreachable). waiting says what it waits
-// for; it is shown in /readyz's message.
+// for; it is shown in /readyz's message. A request over the header limit
+// is refused as the gateway refuses it once started (limitHeaders).
 func Starting(appVersion string, log *slog.Logger, waiting func() string) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &Server{cfg: Config{AppVersion: appVersion}, log: log}
-	return withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return withRequestID(s.limitHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 			s.writeData(w, r, map[string]string{"status": "ok"})
 			return
@@ -27,5 +28,5 @@ func Starting(appVersion string, log *slog.Logger, waiting func() string) http.H
 		w.Header().Set("Retry-After", "1")
 		s.write(w, r, envelope{Status: http.StatusServiceUnavailable, Code: "unavailable",
 			Message: "the gateway is starting: " + waiting() + "; nothing was recorded"})
-	}))
+	})))
 }

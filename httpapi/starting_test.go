@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,7 +17,8 @@ import (
 
 // A gateway that is still waiting for its event store is up and not
 // ready: /healthz 200, every other path (hostile ones included) 503
-// unavailable in the envelope, with Retry-After and what it waits for.
+// unavailable in the envelope, with Retry-After and what it waits for;
+// a request over the header limit is 431 headers_too_large, as later.
 func TestStarting(t *testing.T) {
 	log := testkit.NewLog(t, slog.LevelInfo).Logger
 	srv := httptest.NewServer(httpapi.Starting("v-test", log, func() string { return "waiting for the ledger stream" }))
@@ -46,5 +48,14 @@ func TestStarting(t *testing.T) {
 		assert.Nil(t, body["data"])
 		assert.Contains(t, body["message"], "waiting for the ledger stream")
 		assert.Contains(t, body["message"], "nothing was recorded")
+	}
+	// The header limit holds while the gateway starts too.
+	for _, path := range []string{"/healthz", "/ops/v1/sites"} {
+		res, body := get("GET", path+"?pad="+strings.Repeat("x", httpapi.MaxHeader))
+		assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, res.StatusCode, path)
+		assert.Equal(t, "headers_too_large", body["code"], path)
+		assert.EqualValues(t, http.StatusRequestHeaderFieldsTooLarge, body["status"], path)
+		assert.Equal(t, res.Header.Get("Request-Id"), body["requestId"], path)
+		assert.True(t, res.Close, path)
 	}
 }

@@ -272,7 +272,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	handler := &handlerSwitch{}
 	handler.set(httpapi.Starting(appVersion(), log, func() string { return *waiting.Load() }))
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: httpapi.ServerMaxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
