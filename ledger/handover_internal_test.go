@@ -1,0 +1,152 @@
+package ledger
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gateway/events"
+	"gateway/events/memstore"
+	"gateway/ids"
+)
+
+// handOverRecorder counts hand-overs and nothing else.
+type handOverRecorder struct {
+	nopMetrics
+	asked, held int
+}
+
+func (r *handOverRecorder) HandOver(asked bool) {
+	if asked {
+		r.asked++
+	} else {
+		r.held++
+	}
+}
+
+// sent is a HandOver that keeps the requests it is given.
+type sent struct{ reqs []string }
+
+func (s *sent) HandOver(subject string, hold bool) error {
+	op := "-"
+	if hold {
+		op = "+"
+	}
+	s.reqs = append(s.reqs, op+subject)
+	return nil
+}
+
+func (s *sent) OnHandOver(ctx context.Context, fn func(string, bool)) error { return nil }
+
+// What a request does to the site it names: a hold, extended by the next
+// request, ended by the asker's end or by a message of another process;
+// nothing for a site this process does not know or a subject of no site.
+func TestHandOver_holds(t *testing.T) {
+	rec := &handOverRecorder{}
+	l := New(memstore.New(), Config{Metrics: rec})
+	id := ids.SiteID("s1")
+	e, err := l.entry(id, true)
+	require.NoError(t, err)
+	subj := e.subj
+
+	for _, other := range []string{"ledger.site.s2", events.CatalogSubject, "", "ledger.site.s1.x"} {
+		l.handOverAsked(other, true)
+	}
+	assert.Nil(t, e.hold.Load(), "no hold for another site, or a subject of no site")
+	assert.Zero(t, rec.held)
+
+	l.handOverAsked(subj, true)
+	h := e.hold.Load()
+	require.NotNil(t, h)
+	first := h.until.Load()
+	time.Sleep(2 * time.Millisecond)
+	l.handOverAsked(subj, true)
+	assert.Same(t, h, e.hold.Load(), "a request while held extends the hold")
+	assert.Greater(t, h.until.Load(), first)
+	assert.Equal(t, 1, rec.held, "one hold counted")
+
+	l.handOverAsked(subj, false)
+	assert.Nil(t, e.hold.Load(), "the asker's end ends the hold")
+	select {
+	case <-h.moved:
+	default:
+		t.Fatal("a writer waiting on the hold is let go")
+	}
+
+	// A message of another process applied to the site ends it too.
+	l.handOverAsked(subj, true)
+	h = e.hold.Load()
+	require.NotNil(t, h)
+	e.endHold()
+	assert.Nil(t, e.hold.Load())
+	_, open := <-h.moved
+	assert.False(t, open)
+
+	// A hold that lapsed is replaced, not extended.
+	l.handOverAsked(subj, true)
+	h = e.hold.Load()
+	h.until.Store(time.Now().Add(-time.Millisecond).UnixNano())
+	l.handOverAsked(subj, true)
+	assert.NotSame(t, h, e.hold.Load())
+	assert.Equal(t, 4, rec.held)
+}
+
+// A batch waits while its site is held, until the hold ends or its own
+// deadline, whichever comes first, and then the hold is over.
+func TestHandOver_waitHold(t *testing.T) {
+	l := New(memstore.New(), Config{})
+	e, err := l.entry(ids.SiteID("s1"), true)
+	require.NoError(t, err)
+
+	waitHold(e, time.Now().Add(time.Hour)) // nothing held: returns at once
+
+	// The batch's deadline has passed: no wait, and the hold is over.
+	l.handOverAsked(e.subj, true)
+	waitHold(e, time.Now().Add(-time.Second))
+	assert.Nil(t, e.hold.Load())
+
+	// Held far longer than the test runs: the end of the hold lets the
+	// batch go.
+	l.handOverAsked(e.subj, true)
+	e.hold.Load().until.Store(time.Now().Add(time.Hour).UnixNano())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		waitHold(e, time.Now().Add(time.Hour))
+	}()
+	e.endHold()
+	<-done
+	assert.Nil(t, e.hold.Load())
+}
+
+// A write asks from its handOverAfter-th conflict in a row, renews while
+// it catches up once handOverRenew has passed, and says when it ended; a
+// write that never asked says nothing.
+func TestHandOver_asks(t *testing.T) {
+	ho, rec := &sent{}, &handOverRecorder{}
+	l := New(memstore.New(), Config{HandOver: ho, Metrics: rec})
+	e, err := l.entry(ids.SiteID("s1"), true)
+	require.NoError(t, err)
+
+	quiet := &siteWrite{l: l, e: e}
+	quiet.askHandOver()
+	quiet.renewHandOver()
+	quiet.endHandOver()
+	assert.Empty(t, ho.reqs, "one conflict asks nothing")
+
+	w := &siteWrite{l: l, e: e}
+	w.askHandOver()
+	w.askHandOver()
+	require.True(t, w.handingOver())
+	w.renewHandOver() // too soon
+	assert.Equal(t, []string{"+" + e.subj}, ho.reqs)
+	w.askedAt = w.askedAt.Add(-handOverRenew)
+	w.renewHandOver()
+	w.askHandOver()
+	w.endHandOver()
+	assert.Equal(t, []string{"+" + e.subj, "+" + e.subj, "+" + e.subj, "-" + e.subj}, ho.reqs)
+	assert.Equal(t, 1, rec.asked, "one write that asked")
+}
