@@ -15,9 +15,10 @@ import (
 	"gateway/ledger"
 )
 
-// distant is a gateway process's store (a real one underneath) whose reads
-// of one subject's messages, as a catch-up makes them, take delay more: a
-// process a few round trips away from the stream's leader.
+// distant is a gateway process's store (a real one underneath) whose
+// appends to one subject, and reads of its messages as a catch-up makes
+// them, take delay more: a process a round trip farther from the stream's
+// leader than the other.
 type distant struct {
 	ledger.Store
 	subj  string
@@ -28,6 +29,11 @@ func (d *distant) wait(subject string) {
 	if subject == d.subj {
 		time.Sleep(d.delay)
 	}
+}
+
+func (d *distant) Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error) {
+	d.wait(subject)
+	return d.Store.Append(ctx, subject, expectLast, data)
 }
 
 func (d *distant) Next(ctx context.Context, subject string, seq uint64) (events.Msg, error) {
@@ -41,8 +47,8 @@ func (d *distant) LastFor(ctx context.Context, subject string) (uint64, error) {
 }
 
 // TestHandOver_busySiteServesBothWriters: one process keeps a site's queue
-// full and appends back to back; another, whose catch-up reads are slower,
-// writes the same site. Without hand-over the second lost every race (its
+// full and appends back to back; another, farther from the stream, writes
+// the same site. Without hand-over the second lost every race (its
 // catch-up, decision and append never fitted between two of the first's
 // appends) until its callers' deadline. With it, every command of the
 // second is stored, each once, and the first goes on.

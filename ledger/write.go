@@ -90,12 +90,18 @@ func (w Writer) Write(ctx context.Context, a Writable) error {
 		if attempt == 0 && a.Position().Seq != before {
 			continue
 		}
+		wait := conflictPause(attempt)
 		if h, ok := a.(handingOver); ok && h.handingOver() {
-			// The other writers hold their next append for this one
-			// (handover.go): waiting would spend the hold.
-			continue
+			// The other writers hold their appends for this one
+			// (handover.go): a long wait would spend the hold. Only an
+			// append of theirs still in flight, which the catch-up could
+			// not read yet, is waited for, briefly.
+			if a.Position().Seq != before {
+				continue
+			}
+			wait = conflictPause(0)
 		}
-		if err := pause(ctx, conflictPause(attempt)); err != nil {
+		if err := pause(ctx, wait); err != nil {
 			return fmt.Errorf("%s: %d conflicting attempts before the deadline: %w", a.Subject(), attempt+1, err)
 		}
 	}
