@@ -66,7 +66,7 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 		}
 	}
 	w := &siteWrite{l: l, e: e, batch: batch}
-	defer w.endHandOver()
+	defer l.endTurn(e)
 	if err := l.write(ctx, w); err != nil {
 		// The outcome of an append, or what the subject holds, is in
 		// doubt: the next batch catches up first.

@@ -9,10 +9,12 @@ package ledger
 // later. With a full queue the winner appends back to back and the loser's
 // append never fits between two of them; its callers wait out their
 // deadline (docs/ARCHITECTURE.md, "Two writers of one site"). So a process
-// that conflicts twice in a row on a site asks the others to hold their next
-// append on it (HandOver), until its message reaches them or handOverHold
-// has passed. The hold is never what keeps a write safe: a lost or late
-// request only costs the loser more conflicts, as without it.
+// that conflicts twice in a row on a site asks the others to hold their
+// appends on it (HandOver): that starts its turn, which lasts until its
+// queue of the site is empty or handOverHold has passed, whichever comes
+// first; then the others write again, until one of them asks in turn. The
+// hold is never what keeps a write safe: a lost or late request only costs
+// the asker more conflicts, as without it.
 
 import (
 	"context"
@@ -34,12 +36,13 @@ type HandOver interface {
 	OnHandOver(ctx context.Context, fn func(subject string, hold bool)) error
 }
 
-// handOverHold is how long a request holds a site's appends: enough for
-// the asker's next step (a read or an append across a cluster, a round
-// trip or two), after which it asks again while it still works towards
-// its append (handOverRenew). A request nobody follows up (the asker's
-// decision appended nothing, or it died) so costs the site at most this
-// long.
+// handOverHold is how long a request holds a site's appends, the longest a
+// turn lasts: long enough for the asker's catch-up and append across a
+// cluster (a few round trips) and a few batches more while its queue is
+// full, short enough to be the latency the held process adds to its own
+// callers. A writer asks again while it still catches up towards its
+// first append (handOverRenew); a request nobody follows up (the asker
+// died) costs the site at most this long.
 const handOverHold = 50 * time.Millisecond
 
 // handOverRenew is how often a writer that asked asks again while it
@@ -54,15 +57,15 @@ const handOverAfter = 2
 
 // hold is a request to hold a site's appends: until the time given (unix
 // nanoseconds; each request of the asker extends it), or until moved is
-// closed because a message of another process was applied to the site.
+// closed because the asker said its turn ended.
 type hold struct {
 	until atomic.Int64
 	moved chan struct{}
 }
 
-// handOverAsked holds the next append on subject's site for the process
-// that asked, or extends the hold under way; or ends it, once that process
-// says its write ended. A site this process does not hold, or a subject
+// handOverAsked holds the appends on subject's site for the process that
+// asked, or extends the hold under way; or ends it, once that process says
+// its turn ended. A site this process does not hold, or a subject
 // that is no site's, has nothing to hold.
 func (l *Ledger) handOverAsked(subject string, asked bool) {
 	id, ok := events.SiteOf(subject)
@@ -116,9 +119,7 @@ func waitHold(e *entry, deadline time.Time) {
 	}
 }
 
-// endHold ends a hold on e once a message of another process has been
-// applied to it, or the process that asked says its write ended: it got
-// its turn.
+// endHold ends a hold on e: the process that asked says its turn ended.
 func (e *entry) endHold() {
 	if e.hold.Load() == nil {
 		return
@@ -162,17 +163,28 @@ func (w *siteWrite) ask() {
 		w.l.cfg.Metrics.HandOver(true)
 	}
 	w.askedAt = time.Now()
+	w.e.turn.Store(w.askedAt.Add(handOverHold).UnixNano())
 }
 
-// endHandOver tells the other processes, once w's write has ended, that
-// the site it asked for need no longer be held: a request that reaches them
-// after w's message was applied, or a write that appended nothing, would
-// otherwise hold them for nothing.
-func (w *siteWrite) endHandOver() {
-	if !w.handingOver() {
+// endTurn runs after each write of e: once e's turn is over (its queue is
+// empty, or the hold has lapsed), the other processes are told they need
+// not hold any longer. While commands wait, the next batch is written in
+// the same turn, without the conflicts that start one.
+func (l *Ledger) endTurn(e *entry) {
+	until := e.turn.Load()
+	if until == 0 {
 		return
 	}
-	if err := w.l.cfg.HandOver.HandOver(w.e.subj, false); err != nil {
-		w.l.log.Debug("end of hand-over not told", "site", w.e.id, "err", err)
+	if time.Now().UnixNano() < until {
+		e.qmu.Lock()
+		more := len(e.queue) > 0
+		e.qmu.Unlock()
+		if more {
+			return
+		}
+		if err := l.cfg.HandOver.HandOver(e.subj, false); err != nil {
+			l.log.Debug("end of turn not told", "site", e.id, "err", err)
+		}
 	}
+	e.turn.Store(0)
 }

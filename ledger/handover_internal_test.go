@@ -42,7 +42,7 @@ func (s *sent) HandOver(subject string, hold bool) error {
 func (s *sent) OnHandOver(ctx context.Context, fn func(string, bool)) error { return nil }
 
 // What a request does to the site it names: a hold, extended by the next
-// request, ended by the asker's end or by a message of another process;
+// request, ended by the asker's end of its turn or by lapsing;
 // nothing for a site this process does not know or a subject of no site.
 func TestHandOver_holds(t *testing.T) {
 	rec := &handOverRecorder{}
@@ -76,7 +76,7 @@ func TestHandOver_holds(t *testing.T) {
 		t.Fatal("a writer waiting on the hold is let go")
 	}
 
-	// A message of another process applied to the site ends it too.
+	// Ended directly, as the asker's end does.
 	l.handOverAsked(subj, true)
 	h = e.hold.Load()
 	require.NotNil(t, h)
@@ -122,19 +122,22 @@ func TestHandOver_waitHold(t *testing.T) {
 	assert.Nil(t, e.hold.Load())
 }
 
-// A write asks from its handOverAfter-th conflict in a row, renews while
-// it catches up once handOverRenew has passed, and says when it ended; a
-// write that never asked says nothing.
-func TestHandOver_asks(t *testing.T) {
+// A write asks from its handOverAfter-th conflict in a row and renews
+// while it catches up once handOverRenew has passed; its turn ends, and
+// the others are told, once the site's queue is empty after a write, or
+// with nothing told once the hold has lapsed. A write that never asked
+// says nothing.
+func TestHandOver_turns(t *testing.T) {
 	ho, rec := &sent{}, &handOverRecorder{}
 	l := New(memstore.New(), Config{HandOver: ho, Metrics: rec})
 	e, err := l.entry(ids.SiteID("s1"), true)
 	require.NoError(t, err)
+	plus, minus := "+"+e.subj, "-"+e.subj
 
 	quiet := &siteWrite{l: l, e: e}
 	quiet.askHandOver()
 	quiet.renewHandOver()
-	quiet.endHandOver()
+	l.endTurn(e)
 	assert.Empty(t, ho.reqs, "one conflict asks nothing")
 
 	w := &siteWrite{l: l, e: e}
@@ -142,11 +145,41 @@ func TestHandOver_asks(t *testing.T) {
 	w.askHandOver()
 	require.True(t, w.handingOver())
 	w.renewHandOver() // too soon
-	assert.Equal(t, []string{"+" + e.subj}, ho.reqs)
+	assert.Equal(t, []string{plus}, ho.reqs)
 	w.askedAt = w.askedAt.Add(-handOverRenew)
 	w.renewHandOver()
 	w.askHandOver()
-	w.endHandOver()
-	assert.Equal(t, []string{"+" + e.subj, "+" + e.subj, "+" + e.subj, "-" + e.subj}, ho.reqs)
+	assert.Equal(t, []string{plus, plus, plus}, ho.reqs)
 	assert.Equal(t, 1, rec.asked, "one write that asked")
+
+	// Commands wait: the turn goes on into the next batch.
+	e.qmu.Lock()
+	e.queue = append(e.queue, &op{})
+	e.qmu.Unlock()
+	l.endTurn(e)
+	assert.Equal(t, []string{plus, plus, plus}, ho.reqs)
+	assert.NotZero(t, e.turn.Load())
+
+	// None wait: the others are told.
+	e.qmu.Lock()
+	e.queue = nil
+	e.qmu.Unlock()
+	l.endTurn(e)
+	assert.Equal(t, []string{plus, plus, plus, minus}, ho.reqs)
+	assert.Zero(t, e.turn.Load())
+	l.endTurn(e)
+	assert.Len(t, ho.reqs, 4, "a turn ends once")
+
+	// A turn that outlasted its hold ends without a word: the others
+	// already write.
+	w = &siteWrite{l: l, e: e}
+	w.askHandOver()
+	w.askHandOver()
+	e.turn.Store(time.Now().Add(-time.Millisecond).UnixNano())
+	e.qmu.Lock()
+	e.queue = append(e.queue, &op{})
+	e.qmu.Unlock()
+	l.endTurn(e)
+	assert.Equal(t, []string{plus, plus, plus, minus, plus}, ho.reqs)
+	assert.Zero(t, e.turn.Load())
 }

@@ -147,9 +147,11 @@ type entry struct {
 	fault atomic.Pointer[fault]
 	// snapSeq is the sequence of the last snapshot written (snapMu held).
 	snapSeq uint64
-	// hold, when set, holds the site's next append for another process
-	// (see handover.go).
+	// hold, when set, holds the site's appends for another process;
+	// turn, when not 0, is until when this process asked the others to
+	// hold them, in unix nanoseconds (see handover.go).
 	hold atomic.Pointer[hold]
+	turn atomic.Int64
 
 	qmu     sync.Mutex
 	queue   []*op
@@ -376,7 +378,6 @@ func (l *Ledger) applySiteLocked(e *entry, m events.Msg) error {
 		return err
 	}
 	l.published(e)
-	e.endHold()
 	return nil
 }
 
