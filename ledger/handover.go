@@ -29,7 +29,7 @@ import (
 type HandOver interface {
 	// HandOver asks every other process writing the stream to hold its
 	// appends on subject for a moment (hold), or tells them this one no
-	// longer needs them to (its write ended).
+	// longer needs them to (its turn ended).
 	HandOver(subject string, hold bool) error
 	// OnHandOver calls fn with each request another process makes, in the
 	// order that process made them, until ctx ends. fn must not block.

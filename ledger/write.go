@@ -108,7 +108,7 @@ func (w Writer) Write(ctx context.Context, a Writable) error {
 }
 
 // handingOver is a Writable that can ask the other writers of its subject
-// to hold their next append for it, and reports whether it has asked
+// to hold their appends for it, and reports whether it has asked
 // during this write.
 type handingOver interface{ handingOver() bool }
 

@@ -28,9 +28,9 @@ func newWriterID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// HandOver asks every other process writing the stream to hold its next
-// append on subject for a moment (hold), or tells them this one no longer
-// needs it. The request is "<writer id> <+ or -> <subject>".
+// HandOver asks every other process writing the stream to hold its
+// appends on subject for a moment (hold), or tells them this one no longer
+// needs them to. The request is "<writer id> <+ or -> <subject>".
 func (s *Store) HandOver(subject string, hold bool) error {
 	op := "-"
 	if hold {
