@@ -33,9 +33,12 @@ const maxCommitTime = 30 * time.Second
 // behind is in doubt, and the other sites' commands go on.
 func (l *Ledger) commit(e *entry, batch []*op) {
 	deadline := batchDeadline(batch)
-	waitHold(e, deadline)
+	l.waitHold(e, deadline)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// Whatever way the batch ends, a panic included, a turn whose queue
+	// is empty ends with it.
+	defer l.endTurn(e)
 	defer func() {
 		if v := recover(); v != nil {
 			l.log.Error("panic while deciding a batch; the site's state is rebuilt from the store",
@@ -66,7 +69,6 @@ func (l *Ledger) commit(e *entry, batch []*op) {
 		}
 	}
 	w := &siteWrite{l: l, e: e, batch: batch}
-	defer l.endTurn(e)
 	if err := l.write(ctx, w); err != nil {
 		// The outcome of an append, or what the subject holds, is in
 		// doubt: the next batch catches up first.

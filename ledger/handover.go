@@ -45,6 +45,12 @@ type HandOver interface {
 // died) costs the site at most this long.
 const handOverHold = 50 * time.Millisecond
 
+// handOverMaxHold bounds one hold, however often it is renewed: an asker
+// that keeps conflicting (a third writer, a catch-up that does not end)
+// cannot keep the others from writing for longer; after it they write a
+// batch before a new request holds them again.
+const handOverMaxHold = 4 * handOverHold
+
 // handOverRenew is how often a writer that asked asks again while it
 // catches up: well within handOverHold, so the hold does not lapse while
 // the asker reads what it lacks.
@@ -60,6 +66,9 @@ const handOverAfter = 2
 // closed because the asker said its turn ended.
 type hold struct {
 	until atomic.Int64
+	// began is when the hold began (unix nanoseconds): it lasts no longer
+	// than handOverMaxHold from then.
+	began int64
 	moved chan struct{}
 }
 
@@ -84,12 +93,12 @@ func (l *Ledger) handOverAsked(subject string, asked bool) {
 	until := now + int64(handOverHold)
 	old := e.hold.Load()
 	if old != nil && now < old.until.Load() {
-		if old.until.Load() < until {
+		if until = min(until, old.began+int64(handOverMaxHold)); old.until.Load() < until {
 			old.until.Store(until)
 		}
 		return
 	}
-	h := &hold{moved: make(chan struct{})}
+	h := &hold{began: now, moved: make(chan struct{})}
 	h.until.Store(until)
 	if e.hold.CompareAndSwap(old, h) {
 		l.cfg.Metrics.HandOver(false)
@@ -97,13 +106,20 @@ func (l *Ledger) handOverAsked(subject string, asked bool) {
 }
 
 // waitHold waits while the site's appends are held for another process
-// (see handOverAsked), at most until deadline, and ends the hold.
-func waitHold(e *entry, deadline time.Time) {
+// (see handOverAsked), at most until deadline, and ends the hold. A
+// process in its own turn holds for nobody: when two requests cross, each
+// would wait for the other until both lapsed, and the site would stand
+// idle; both write instead, fenced by the expected sequence as without
+// hand-over. A ledger that is closing holds for nobody either.
+func (l *Ledger) waitHold(e *entry, deadline time.Time) {
 	h := e.hold.Load()
 	if h == nil {
 		return
 	}
 	defer e.hold.CompareAndSwap(h, nil)
+	if time.Now().UnixNano() < e.turn.Load() {
+		return
+	}
 	for {
 		d := min(time.Until(time.Unix(0, h.until.Load())), time.Until(deadline))
 		if d <= 0 {
@@ -112,6 +128,9 @@ func waitHold(e *entry, deadline time.Time) {
 		t := time.NewTimer(d)
 		select {
 		case <-h.moved:
+			t.Stop()
+			return
+		case <-l.closing:
 			t.Stop()
 			return
 		case <-t.C:

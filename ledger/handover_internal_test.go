@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -92,6 +93,58 @@ func TestHandOver_holds(t *testing.T) {
 	l.handOverAsked(subj, true)
 	assert.NotSame(t, h, e.hold.Load())
 	assert.Equal(t, 4, rec.held)
+
+	// However often renewed, a hold ends handOverMaxHold after it began.
+	h = e.hold.Load()
+	h.began = time.Now().Add(-handOverMaxHold + time.Millisecond).UnixNano()
+	before := h.until.Load()
+	time.Sleep(2 * time.Millisecond)
+	l.handOverAsked(subj, true)
+	assert.Equal(t, before, h.until.Load(), "not extended past its bound")
+}
+
+// The early returns of a batch (a site out of service here) end a turn
+// whose queue is empty, as a write does.
+func TestHandOver_turnEndsOnEveryReturn(t *testing.T) {
+	ho := &sent{}
+	l := New(memstore.New(), Config{HandOver: ho})
+	e, err := l.entry(ids.SiteID("s1"), true)
+	require.NoError(t, err)
+	e.turn.Store(time.Now().Add(handOverHold).UnixNano())
+	e.fault.Store(&fault{err: errors.New("chain broken")})
+	batch := []*op{{ctx: context.Background(), done: make(chan struct{})}}
+	l.commit(e, batch)
+	require.ErrorIs(t, batch[0].err, events.ErrUnavailable)
+	assert.Equal(t, []string{"-" + e.subj}, ho.reqs)
+	assert.Zero(t, e.turn.Load())
+}
+
+// A batch does not wait for a hold while its own process's turn runs
+// (two requests crossed: each would wait for the other until both
+// lapsed), nor once its ledger is closing. The holds here would last an
+// hour; the bound only keeps a failure from hanging the test.
+func TestHandOver_noWaitInOwnTurnOrClosing(t *testing.T) {
+	const bound = 30 * time.Second
+	for _, c := range []struct {
+		name string
+		set  func(l *Ledger, e *entry)
+	}{
+		{"own turn", func(l *Ledger, e *entry) { e.turn.Store(time.Now().Add(time.Hour).UnixNano()) }},
+		{"closing", func(l *Ledger, e *entry) { close(l.closing) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := New(memstore.New(), Config{})
+			e, err := l.entry(ids.SiteID("s1"), true)
+			require.NoError(t, err)
+			l.handOverAsked(e.subj, true)
+			e.hold.Load().until.Store(time.Now().Add(time.Hour).UnixNano())
+			c.set(l, e)
+			start := time.Now()
+			l.waitHold(e, start.Add(bound))
+			assert.Less(t, time.Since(start), bound, "not held")
+			assert.Nil(t, e.hold.Load(), "the hold is over")
+		})
+	}
 }
 
 // A batch waits while its site is held, until the hold ends or its own
@@ -101,11 +154,11 @@ func TestHandOver_waitHold(t *testing.T) {
 	e, err := l.entry(ids.SiteID("s1"), true)
 	require.NoError(t, err)
 
-	waitHold(e, time.Now().Add(time.Hour)) // nothing held: returns at once
+	l.waitHold(e, time.Now().Add(time.Hour)) // nothing held: returns at once
 
 	// The batch's deadline has passed: no wait, and the hold is over.
 	l.handOverAsked(e.subj, true)
-	waitHold(e, time.Now().Add(-time.Second))
+	l.waitHold(e, time.Now().Add(-time.Second))
 	assert.Nil(t, e.hold.Load())
 
 	// Held far longer than the test runs: the end of the hold lets the
@@ -115,7 +168,7 @@ func TestHandOver_waitHold(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		waitHold(e, time.Now().Add(time.Hour))
+		l.waitHold(e, time.Now().Add(time.Hour))
 	}()
 	e.endHold()
 	<-done
