@@ -74,7 +74,7 @@ type hold struct {
 
 // handOverAsked holds the appends on subject's site for the process that
 // asked, or extends the hold under way; or ends it, once that process says
-// its turn ended. A site this process does not hold, or a subject
+// its turn ended. A process in its own turn does not hold for another. A site this process does not hold, or a subject
 // that is no site's, has nothing to hold.
 func (l *Ledger) handOverAsked(subject string, asked bool) {
 	id, ok := events.SiteOf(subject)
@@ -90,6 +90,14 @@ func (l *Ledger) handOverAsked(subject string, asked bool) {
 		return
 	}
 	now := time.Now().UnixNano()
+	if now < e.turn.Load() {
+		// This process asked first and its turn runs: the requests
+		// crossed (the other's write was under way when ours reached
+		// it). Holding for it too would leave both waiting for each
+		// other until both lapsed, the site idle; the other holds for
+		// this one, and asks again once its turn is over.
+		return
+	}
 	until := now + int64(handOverHold)
 	old := e.hold.Load()
 	if old != nil && now < old.until.Load() {
@@ -106,20 +114,14 @@ func (l *Ledger) handOverAsked(subject string, asked bool) {
 }
 
 // waitHold waits while the site's appends are held for another process
-// (see handOverAsked), at most until deadline, and ends the hold. A
-// process in its own turn holds for nobody: when two requests cross, each
-// would wait for the other until both lapsed, and the site would stand
-// idle; both write instead, fenced by the expected sequence as without
-// hand-over. A ledger that is closing holds for nobody either.
+// (see handOverAsked), at most until deadline, and ends the hold. A ledger
+// that is closing holds for nobody.
 func (l *Ledger) waitHold(e *entry, deadline time.Time) {
 	h := e.hold.Load()
 	if h == nil {
 		return
 	}
 	defer e.hold.CompareAndSwap(h, nil)
-	if time.Now().UnixNano() < e.turn.Load() {
-		return
-	}
 	for {
 		d := min(time.Until(time.Unix(0, h.until.Load())), time.Until(deadline))
 		if d <= 0 {
