@@ -120,3 +120,70 @@ func TestHandOver_busySiteServesBothWriters(t *testing.T) {
 		assert.True(t, seen[fmt.Sprintf("b-%d", i)], "b-%d stored", i)
 	}
 }
+
+// TestHandOver_threeWriters: three processes, each a little farther from
+// the stream than nothing and each keeping the site's queue full. Without
+// hand-over one of them kept the site and the other two stored a handful
+// of commands each, the rest failing at their 2 s deadline (shorter than
+// the run); with it each one stores, none fails, and every command is
+// stored once.
+func TestHandOver_threeWriters(t *testing.T) {
+	e := newEnv(t)
+	subj := mustSubject(t, siteID)
+	var ls []*ledger.Ledger
+	var sts []*distant
+	for i := range 3 {
+		st := &distant{Store: e.store(fmt.Sprint("p", i)), subj: subj, delay: time.Millisecond}
+		sts = append(sts, st)
+		ls = append(ls, e.ledger(st, ledger.Config{HandOver: st.Store.(ledger.HandOver)}))
+	}
+	setup(t, ls[0], 0, 100_000)
+	for i := range ls {
+		caughtUp(t, ls[i], sts[i])
+	}
+	bk := bank(t, ls[0])
+
+	ctx, stop := context.WithTimeout(context.Background(), 3*time.Second)
+	defer stop()
+	stored := make([]atomic.Int64, len(ls))
+	var failed []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for p, l := range ls {
+		for g := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ctx.Err() == nil; i++ {
+					pid := fmt.Sprintf("%d-%d-%d", p, g, i)
+					rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					_, err := l.Execute(rctx, siteID, deposit(bk, pid, "u"+pid, 5000), "merchant")
+					cancel()
+					if err != nil {
+						mu.Lock()
+						failed = append(failed, err)
+						mu.Unlock()
+						continue
+					}
+					stored[p].Add(1)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	require.Empty(t, failed, "no command fails")
+	var total int64
+	for p := range ls {
+		assert.Positive(t, stored[p].Load(), "writer %d stores", p)
+		total += stored[p].Load()
+	}
+	for i := range ls {
+		caughtUp(t, ls[i], sts[i])
+	}
+	va := view(t, ls[0], siteID)
+	for i := 1; i < len(ls); i++ {
+		assert.Equal(t, va, view(t, ls[i], siteID))
+	}
+	assert.Equal(t, verifyChain(t, sts[0], siteID), va.Hash)
+	assert.Len(t, va.Txs, int(total))
+}
