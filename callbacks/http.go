@@ -155,13 +155,20 @@ func post(ctx context.Context, c *http.Client, target string, hdr http.Header, b
 
 // trimURLError drops the method and URL that net/http puts in front of a
 // transport error: the listing shows the URL separately, and a URL may
-// carry a merchant's token.
+// carry a merchant's token. A failed name lookup loses the address of the
+// resolver that answered it too: that is the gateway's own network, of no
+// use to whoever reads why a callback failed.
 func trimURLError(err error) string {
+	msg := err.Error()
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		msg = ue.Err.Error()
 	}
-	return err.Error()
+	var de *net.DNSError
+	if errors.As(err, &de) && de.Server != "" {
+		msg = strings.Replace(msg, " on "+de.Server, "", 1)
+	}
+	return msg
 }
 
 // parseRetryAfter reads a Retry-After header: delay seconds or an HTTP

@@ -2,9 +2,11 @@ package callbacks
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"sync/atomic"
 	"testing"
 
@@ -278,4 +280,34 @@ func TestNewClient_refusesLoopback(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, int32(1), hits.Load())
+}
+
+// What a failed attempt records of a transport error: neither the method
+// and URL net/http puts in front (a URL may carry a merchant's token) nor
+// the address of the resolver that failed a lookup (the gateway's own
+// network).
+func TestTrimURLError(t *testing.T) {
+	dns := &net.DNSError{Err: "no such host", Name: "shop.example", Server: "10.0.0.2:53", IsNotFound: true}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"lookup through a resolver", &url.Error{Op: "Post", URL: "https://shop.example/cb?token=s3cret",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: dns}}, "dial tcp: lookup shop.example: no such host"},
+		{"lookup without a resolver named", &url.Error{Op: "Post", URL: "https://shop.example/cb",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "shop.example"}}},
+			"dial tcp: lookup shop.example: no such host"},
+		{"refused", &url.Error{Op: "Post", URL: "https://shop.example/cb?token=s3cret",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}},
+			"dial tcp: connect: connection refused"},
+		{"no url error", dns, "lookup shop.example: no such host"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := trimURLError(c.err)
+			assert.Equal(t, c.want, got)
+			assert.NotContains(t, got, "s3cret")
+			assert.NotContains(t, got, "10.0.0.2")
+		})
+	}
 }
