@@ -136,7 +136,7 @@ func New(cfg Config) *Server {
 	r.Use(withRequestID, s.observe, s.limitHeaders, s.recoverer, s.deadline, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		info(r).unmatched = true
-		if p := r.URL.Path; p == "/pay" || strings.HasPrefix(p, "/pay/") {
+		if hostedPagePath(r.URL.Path) {
 			// An end user's browser on a payment link gone wrong (a
 			// trailing slash): the hosted page's own "not found".
 			s.hostedError(w, r, http.StatusNotFound)
