@@ -62,20 +62,21 @@ const handOverRenew = handOverHold / 3
 const handOverAfter = 2
 
 // hold is a request to hold a site's appends: until the time given (unix
-// nanoseconds; each request of the asker extends it), or until moved is
+// nanoseconds; each request of the asker extends it), or until over is
 // closed because the asker said its turn ended.
 type hold struct {
 	until atomic.Int64
 	// began is when the hold began (unix nanoseconds): it lasts no longer
 	// than handOverMaxHold from then.
 	began int64
-	moved chan struct{}
+	over  chan struct{}
 }
 
 // handOverAsked holds the appends on subject's site for the process that
 // asked, or extends the hold under way; or ends it, once that process says
-// its turn ended. A process in its own turn does not hold for another. A site this process does not hold, or a subject
-// that is no site's, has nothing to hold.
+// its turn ended. A process in its own turn does not hold for another. A
+// site this process does not hold, or a subject that is no site's, has
+// nothing to hold.
 func (l *Ledger) handOverAsked(subject string, asked bool) {
 	id, ok := events.SiteOf(subject)
 	if !ok {
@@ -106,7 +107,7 @@ func (l *Ledger) handOverAsked(subject string, asked bool) {
 		}
 		return
 	}
-	h := &hold{began: now, moved: make(chan struct{})}
+	h := &hold{began: now, over: make(chan struct{})}
 	h.until.Store(until)
 	if e.hold.CompareAndSwap(old, h) {
 		l.cfg.Metrics.HandOver(false)
@@ -129,7 +130,7 @@ func (l *Ledger) waitHold(e *entry, deadline time.Time) {
 		}
 		t := time.NewTimer(d)
 		select {
-		case <-h.moved:
+		case <-h.over:
 			t.Stop()
 			return
 		case <-l.closing:
@@ -146,7 +147,7 @@ func (e *entry) endHold() {
 		return
 	}
 	if h := e.hold.Swap(nil); h != nil {
-		close(h.moved)
+		close(h.over)
 	}
 }
 

@@ -53,7 +53,8 @@ func TestHandOver_holds(t *testing.T) {
 	require.NoError(t, err)
 	subj := e.subj
 
-	for _, other := range []string{"ledger.site.s2", events.CatalogSubject, "", "ledger.site.s1.x"} {
+	for _, other := range []string{"ledger.site.s2", events.CatalogSubject, "", "ledger.site.s1.x", "ledger.site.*",
+		"ledger.site.>", "ledger.site.", "ledger.site..", "ledger.site.s1\x00", "ledger.site.s1\n", ">", "*"} {
 		l.handOverAsked(other, true)
 	}
 	assert.Nil(t, e.hold.Load(), "no hold for another site, or a subject of no site")
@@ -72,7 +73,7 @@ func TestHandOver_holds(t *testing.T) {
 	l.handOverAsked(subj, false)
 	assert.Nil(t, e.hold.Load(), "the asker's end ends the hold")
 	select {
-	case <-h.moved:
+	case <-h.over:
 	default:
 		t.Fatal("a writer waiting on the hold is let go")
 	}
@@ -83,7 +84,7 @@ func TestHandOver_holds(t *testing.T) {
 	require.NotNil(t, h)
 	e.endHold()
 	assert.Nil(t, e.hold.Load())
-	_, open := <-h.moved
+	_, open := <-h.over
 	assert.False(t, open)
 
 	// A hold that lapsed is replaced, not extended.
