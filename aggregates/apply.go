@@ -3,8 +3,8 @@ package aggregates
 import (
 	"fmt"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // journal records how to undo the events applied since Begin, so a batch

@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"testing"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // BenchmarkSite_memoryPerTx measures what a site's in-memory state costs per

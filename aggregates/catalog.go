@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"gateway/aggregates/recipient"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates/recipient"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Bank is a payment method (wallet, card or bank) merchants choose with

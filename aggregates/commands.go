@@ -5,8 +5,8 @@ package aggregates
 import (
 	"time"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Command is implemented by every site command.

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"gateway/aggregates/names"
-	"gateway/aggregates/recipient"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates/names"
+	"github.com/iqdgateway/gateway/aggregates/recipient"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Decision is what Decide concluded.

@@ -5,8 +5,8 @@ import (
 	"iter"
 	"maps"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Operator writes that are not transitions (site creation, method creation,

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // TestApplyMessage_refusesForeign: a message that cannot be this site's is

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // collidingKey is a userKey under which the given userIds all share one

@@ -1,6 +1,6 @@
 package aggregates
 
-import "gateway/events"
+import "github.com/iqdgateway/gateway/events"
 
 // Settings are a site's operator-editable settings, declared here once:
 // the operator API shows them (JSON names: docs/operator-api.md "Site

@@ -6,8 +6,8 @@ import (
 	"iter"
 	"maps"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Kind is the kind of a transaction.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Snapshots are derived state at a known stream sequence: they shorten

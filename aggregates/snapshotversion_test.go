@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // snapshotFields are the keys a snapshot of each version stores, at its

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // TestAdjustTreasury_belowLimitRecorded: the stored allowBelowLimit says

@@ -25,9 +25,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gateway/events"
-	"gateway/ids"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Source is what the audit reads: the ledger stream and its snapshots.

@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/audit"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // TestAudit_generatedHistory audits a generated history of more than

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"gateway/aggregates"
-	"gateway/audit"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // TestAudit_creationOnlyEvents: site.sandbox, and a site.page_updated

@@ -9,10 +9,10 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // Appender is what Generate writes to: the ledger's write loop over it,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // write appends one message through the ledger's write loop and counts it.

@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"gateway/aggregates"
-	"gateway/aggregates/recipient"
-	"gateway/audit"
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/ids"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/aggregates/recipient"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // env is an embedded JetStream server on a temp dir with the ledger store.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"gateway/events"
-	"gateway/ids"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Reader is what History reads.

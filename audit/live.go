@@ -6,8 +6,8 @@ import (
 	"maps"
 	"slices"
 
-	"gateway/aggregates"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // liveModel rebuilds a site the way a gateway starts: from its snapshot

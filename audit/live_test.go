@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"gateway/aggregates"
-	"gateway/audit"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // TestAudit_liveModelComparesNewerState: a snapshot that lost or changed

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"gateway/records"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Check outcomes.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"hash/maphash"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // txRec is the independent model's view of one transaction: only what the

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"gateway/aggregates"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // chain verifies one subject's hash chain: each event's Prev must be the

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/audit"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // TestAudit_debitBelowLimit: a treasury.adjusted.v3 debit that takes the

@@ -13,9 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // mustWrite stores j's record before its message may be acknowledged,

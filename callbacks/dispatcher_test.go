@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/internal/testkit"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/records"
 )
 
 func TestDispatcher_delivers_signedStandardWebhooks(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"gateway/ids"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // The delivery log records the callbacks delivered at their first attempt,

@@ -18,12 +18,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/ids"
-	"gateway/internal/testkit"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // fixture is an embedded JetStream server in a temp dir with the gateway's

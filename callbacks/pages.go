@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // The delivery log lives in the CALLBACKS bucket as pages, not in memory:

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Callback types (docs/callbacks.md "Which events produce callbacks"): the final-state event names without their

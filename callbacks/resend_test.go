@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // gate answers 200, except request number at, which it announces on held

@@ -17,8 +17,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Delivery states.

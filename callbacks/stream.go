@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // StreamEvent is one callback as a merchant's stream carries it: what its

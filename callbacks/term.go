@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // term is one period as the active dispatcher. Its state starts empty: the

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // A callback names the transaction's previousStatus, which the events do

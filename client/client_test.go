@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/client"
-	"gateway/internal/gatewaytest"
+	"github.com/iqdgateway/gateway/client"
+	"github.com/iqdgateway/gateway/internal/gatewaytest"
 )
 
 func deposit(pid, user string, amount int64) client.DepositRequest {

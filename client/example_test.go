@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"gateway/client"
+	"github.com/iqdgateway/gateway/client"
 )
 
 // The sign header of a GET is the HMAC of its query.

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/client"
-	"gateway/internal/gatewaytest"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/client"
+	"github.com/iqdgateway/gateway/internal/gatewaytest"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // streamFront stands between a client and the gateway and hands the test

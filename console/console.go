@@ -23,10 +23,10 @@ import (
 	"strings"
 	"time"
 
-	"gateway/callbacks"
-	"gateway/ids"
-	"gateway/matching"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/matching"
+	"github.com/iqdgateway/gateway/records"
 )
 
 //go:embed templates/*.html

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/callbacks"
-	"gateway/matching"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/matching"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Every text has all three languages, and every key a page asks for

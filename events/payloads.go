@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // SiteCreated opens a merchant site's history. Secrets are kept in the stream

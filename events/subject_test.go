@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 func TestSiteSubject_refusesNonTokens(t *testing.T) {

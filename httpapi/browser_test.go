@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"gateway/console"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/console"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // The browser tests drive headless Chromium (Debian's chromium package)

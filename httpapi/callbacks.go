@@ -7,10 +7,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"gateway/aggregates"
-	"gateway/callbacks"
-	"gateway/ids"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Callbacks is what the operator API needs of the callback dispatcher

@@ -21,12 +21,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/callbacks"
-	"gateway/events/jsstore"
-	"gateway/httpapi"
-	"gateway/internal/testkit"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // dispatcherOptions give a stack a callback dispatcher (stackOptions).

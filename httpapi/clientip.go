@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"gateway/aggregates"
+	"github.com/iqdgateway/gateway/aggregates"
 )
 
 // clientIP is the peer address, or, when the peer is a trusted proxy, the

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
+	"github.com/iqdgateway/gateway/aggregates"
 )
 
 // proxyServer is a Server that trusts the proxies given as

@@ -18,12 +18,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"gateway/aggregates"
-	"gateway/callbacks"
-	"gateway/console"
-	"gateway/ids"
-	"gateway/matching"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/console"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/matching"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // sessionCookie holds a signed-in operator's token (docs/console.md

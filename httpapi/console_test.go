@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/httpapi"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // consoleClient is a browser without a browser: it keeps no cookies and

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"gateway/aggregates"
+	"github.com/iqdgateway/gateway/aggregates"
 )
 
 // decodeJSON reads an operator body strictly: JSON only, no unknown fields,

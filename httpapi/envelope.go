@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"gateway/ids"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // envelope is the shape of every JSON response (docs/merchant-api.md "Response envelope").

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/records"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // The envelope is written by hand; it must be exactly what encoding/json

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"net/http"
 
-	"gateway/aggregates"
-	"gateway/callbacks"
-	"gateway/events"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // apiError is an error with its contract code and HTTP status.

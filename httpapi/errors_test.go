@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"gateway/ids"
-	"gateway/internal/testkit"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
 
 	"github.com/stretchr/testify/require"
 )

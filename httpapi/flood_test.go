@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // TestFlood_costsTheStoreNothing floods the unauthenticated and

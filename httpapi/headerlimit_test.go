@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/httpapi"
+	"github.com/iqdgateway/gateway/httpapi"
 )
 
 // TestHeadersTooLarge: on a server configured as the gateway's, a request

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/ids"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // TestLookup_creationGoneFromTheStream: a transaction whose creation

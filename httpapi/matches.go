@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/ids"
-	"gateway/matching"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/matching"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // MaxMatchBody bounds the body of POST /ops/v1/matches: a statement of

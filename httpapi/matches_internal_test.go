@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/matching"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/matching"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // A matching stopped by the request's deadline answers 503 unavailable,

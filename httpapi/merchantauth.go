@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"strings"
 
-	"gateway/aggregates"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 type ctxBody struct{}

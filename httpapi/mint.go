@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Secrets and tokens the API hands out are minted here, from crypto/rand;

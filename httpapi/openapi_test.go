@@ -19,7 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/stretchr/testify/require"
 
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // spec is a loaded OpenAPI document and its router.

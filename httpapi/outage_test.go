@@ -9,11 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gateway/events/jsstore"
-	"gateway/httpapi"
-	"gateway/internal/testkit"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // TestUnavailableNothingRecordedAfterOutage stops the NATS server (reached

@@ -5,7 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Ids in paths and queries are parsed here, at the edge, into their types:

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/callbacks"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // TestRoutes_inOpenAPI: every route the router serves is in one of the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // TestSandbox: a sandbox site's merchant moves its own transactions

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/records"
 )
 
 func (s *Server) rotateSecret(webhook bool) http.HandlerFunc {

@@ -15,10 +15,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"gateway/callbacks"
-	"gateway/ids"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Config wires the server to the ledger and read models.

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"net/http"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // siteView is a site as the operator API shows it: its settings, as

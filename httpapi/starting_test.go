@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/httpapi"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // A gateway that is still waiting for its event store is up and not

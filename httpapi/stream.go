@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"gateway/callbacks"
-	"gateway/ids"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // callbackStreamPath is the merchant's stream of its callbacks.

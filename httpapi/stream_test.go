@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/httpapi"
-	"gateway/ids"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // sseEvent is one event of a server-sent event stream (comments are not

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/ids"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 func (s *Server) listTransactions(w http.ResponseWriter, r *http.Request) {

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/http"
 
-	"gateway/aggregates"
-	"gateway/ids"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 func (s *Server) adjust(w http.ResponseWriter, r *http.Request) {

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/ids"
-	"gateway/internal/testkit"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // batchingStore is a gateway process's store whose appends of different

@@ -10,9 +10,9 @@ import (
 	"runtime/debug"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // A batch is given until the latest deadline of its callers, at most

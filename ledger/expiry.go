@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // SweepExpired expires every pending deposit whose expiresAt has passed, as

@@ -1,9 +1,9 @@
 package ledger
 
 import (
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // QueueState reports how many commands wait in a site's queue and whether

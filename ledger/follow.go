@@ -8,7 +8,7 @@ import (
 	"errors"
 	"time"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // WaitReady blocks until the ledger has caught up with the stream as it was

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // appendGate is the real store whose appends wait for release while hold

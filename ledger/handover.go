@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // HandOver carries requests to hold appends between the processes writing

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/events/memstore"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/memstore"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // handOverRecorder counts hand-overs and nothing else.

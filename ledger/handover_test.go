@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // distant is a gateway process's store (a real one underneath) whose

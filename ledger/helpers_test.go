@@ -11,13 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/events/memstore"
-	"gateway/ids"
-	"gateway/internal/testkit"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/events/memstore"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // Fixture names shared by the tests.

@@ -19,9 +19,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Store is the event store the ledger needs (events/jsstore implements it).

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
-	"gateway/internal/testkit"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 func TestLedger_Execute_lifecycle(t *testing.T) { onEachStore(t, ledgerExecuteLifecycle) }

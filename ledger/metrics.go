@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Metrics receives the ledger's measurements (docs/metrics.md "Ledger and

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // deafStore is a store whose follower never delivers anything, as if the

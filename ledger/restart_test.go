@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
-	"gateway/internal/testkit"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // workload runs a mix of commands on the fixture site through l: deposits

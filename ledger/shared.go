@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // The catalog and the operators are aggregates every site shares, each on

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Writable is one aggregate as the write loop sees it: where its events

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/ledger"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ledger"
 )
 
 // counter is the smallest aggregate: each decision appends one treasury

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gateway/records"
+	"github.com/iqdgateway/gateway/records"
 )
 
 var benchFirst = []string{"Ahmed", "Ali", "Mohammed", "Hassan", "Hussein", "Zainab", "Fatima", "Omar", "Sara", "Mustafa", "Noor", "Huda", "Karrar", "Abbas", "Maryam", "Zaid", "أحمد", "علي", "محمد", "حسين"}

@@ -40,8 +40,8 @@ import (
 	"time"
 	"unicode"
 
-	"gateway/aggregates/names"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates/names"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // Transfer is one incoming transfer as a statement shows it.

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates/names"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates/names"
+	"github.com/iqdgateway/gateway/records"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/metrics"
+	"github.com/iqdgateway/gateway/metrics"
 )
 
 // gather returns the registry's families by name.

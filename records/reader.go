@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Store is what the records are read from in the event store.

@@ -17,9 +17,9 @@ import (
 	"strconv"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Common holds the fields every transaction record has (seed 2.2).

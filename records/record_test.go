@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/events"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
 )
 
 func TestResponseHash(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/aggregates/names"
-	"gateway/events"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/aggregates/names"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Order is the order of a listing: by creation, across sites.

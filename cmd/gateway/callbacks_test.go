@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // hook is one callback a receiver got.

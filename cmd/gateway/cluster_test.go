@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/client"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/client"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // The gateway on a replicated cluster: three in-process nats-servers

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"gateway/aggregates"
-	"gateway/events"
-	"gateway/httpapi"
-	"gateway/ids"
-	"gateway/ledger"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // demoSiteID and sandboxSiteID are fixed so --demo finds its sites again

@@ -12,10 +12,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"gateway/callbacks"
-	"gateway/cmd/internal/natsauth"
-	"gateway/events/jsstore"
-	"gateway/metrics"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/cmd/internal/natsauth"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/metrics"
 )
 
 // callbackOptions are the callback flags, shared by the gateway and the

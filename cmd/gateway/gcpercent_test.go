@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 func TestGCPercentFor(t *testing.T) {

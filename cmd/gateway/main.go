@@ -28,11 +28,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"gateway/aggregates"
-	"gateway/cmd/internal/natsauth"
-	"gateway/events/jsstore"
-	"gateway/httpapi"
-	"gateway/metrics"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/cmd/internal/natsauth"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/metrics"
 )
 
 // version is set with -ldflags "-X main.version=…"; otherwise the build

@@ -30,8 +30,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events/jsstore"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // TestMain lets the test binary act as the gateway in a subprocess, so the

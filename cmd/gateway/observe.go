@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gateway/callbacks"
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/metrics"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/metrics"
 )
 
 // Observability shared by the gateway and 'gateway callbacks': the log

@@ -20,11 +20,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/internal/testkit"
-	"gateway/ledger"
-	"gateway/metrics"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/metrics"
 )
 
 // proc is the command running in the test process (run), as a process

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/events/jsstore"
 )
 
 // handlerSwitch serves one handler and then another: the starting page

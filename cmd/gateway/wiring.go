@@ -9,12 +9,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"gateway/callbacks"
-	"gateway/events/jsstore"
-	"gateway/httpapi"
-	"gateway/ledger"
-	"gateway/metrics"
-	"gateway/records"
+	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/httpapi"
+	"github.com/iqdgateway/gateway/ledger"
+	"github.com/iqdgateway/gateway/metrics"
+	"github.com/iqdgateway/gateway/records"
 )
 
 // The concrete types wired here are what the dispatcher's and the

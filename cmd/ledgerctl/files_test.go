@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gateway/audit"
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // The offline audit reads the message blocks; where they cannot be read

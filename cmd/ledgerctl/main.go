@@ -41,11 +41,11 @@ import (
 	"syscall"
 	"time"
 
-	"gateway/audit"
-	"gateway/cmd/internal/natsauth"
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/ids"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/cmd/internal/natsauth"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/ids"
 )
 
 // Exit statuses.

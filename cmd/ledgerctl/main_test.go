@@ -22,12 +22,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/aggregates"
-	"gateway/audit"
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/ids"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/aggregates"
+	"github.com/iqdgateway/gateway/audit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // ledgerctl runs the command in process and returns its exit status and
@@ -353,7 +353,7 @@ func TestRun_auditAgainstGateway(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gateway")
-	out, err := exec.Command("go", "build", "-o", bin, "gateway/cmd/gateway").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/iqdgateway/gateway/cmd/gateway").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	natsAddr, httpAddr := freeAddr(t), freeAddr(t)
 	pwFile := testkit.SecretFile(t, dir, "nats-password", "gateway-nats-pw\n")

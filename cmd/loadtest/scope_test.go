@@ -13,7 +13,7 @@ import (
 func buildGateway(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, "gateway/cmd/gateway").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/iqdgateway/gateway/cmd/gateway").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin

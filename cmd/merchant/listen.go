@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"gateway/client"
+	"github.com/iqdgateway/gateway/client"
 )
 
 // listen follows the site's callbacks through the gateway (no public URL

@@ -1,5 +1,5 @@
 // Command merchant is the merchant API from a terminal, built on the Go
-// client (gateway/client): create deposits and withdrawals, look them up,
+// client (github.com/iqdgateway/gateway/client): create deposits and withdrawals, look them up,
 // read the treasury and the methods, and compute a signature while
 // debugging an integration.
 //
@@ -21,7 +21,7 @@ import (
 	"os/signal"
 	"strings"
 
-	"gateway/client"
+	"github.com/iqdgateway/gateway/client"
 )
 
 func main() {

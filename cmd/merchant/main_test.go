@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/client"
-	"gateway/internal/gatewaytest"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/client"
+	"github.com/iqdgateway/gateway/internal/gatewaytest"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // cli runs the command with env and returns its exit code and output.

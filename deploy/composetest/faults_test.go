@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Fault schedule. These durations only hold a fault for a while; nothing

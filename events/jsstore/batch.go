@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Group commit across subjects (docs/ARCHITECTURE.md, "Group commit across

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"gateway/events/jsstore"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // What a write costs the stream on a single file store that fsyncs every

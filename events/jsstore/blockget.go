@@ -15,7 +15,7 @@ import (
 
 	"github.com/minio/highwayhash"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // blockIndex answers Get for the embedded server's stream from its message

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // OpenExisting binds to an existing ledger stream and snapshot bucket without

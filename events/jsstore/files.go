@@ -17,7 +17,7 @@ import (
 	"github.com/minio/highwayhash"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // ErrFilesUnusable means ReadFiles stopped because the stream's files are

@@ -10,9 +10,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 type readMsg struct {

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // fileSync makes the acknowledged appends of an embedded server that does

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/events/jsstore"
 )
 
 // A data directory is one process's at a time: a second taker is refused

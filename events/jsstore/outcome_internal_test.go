@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Every failed publish is told apart as a conflict, a maybe-stored or a

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Get reads the message at seq.

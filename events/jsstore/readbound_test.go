@@ -9,9 +9,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/events/jsstore"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // A server cuts a client off as a slow consumer once more than its

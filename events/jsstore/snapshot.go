@@ -13,7 +13,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 const snapshotBucket = "LEDGER_SNAPSHOTS"

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Options configure the streams.

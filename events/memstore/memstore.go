@@ -22,7 +22,7 @@ import (
 	"strings"
 	"sync"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Store is an in-memory event store holding the subjects under

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"gateway/events"
-	"gateway/events/memstore"
-	"gateway/events/storetest"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/memstore"
+	"github.com/iqdgateway/gateway/events/storetest"
 )
 
 func TestStore_contract(t *testing.T) {

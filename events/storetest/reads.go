@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // The contract's reads: Next, LastFor, Read and Follow.

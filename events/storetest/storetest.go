@@ -62,7 +62,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
+	"github.com/iqdgateway/gateway/events"
 )
 
 // Store is the event store the suite checks: the method set of ledger.Store,

@@ -21,7 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // root is the repository, from this package's directory.

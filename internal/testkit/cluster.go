@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events"
-	"gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/events/jsstore"
 )
 
 // Cluster is a JetStream cluster of in-process nats-servers routed to each

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/events/jsstore"
 )
 
 // Server is an embedded nats-server with JetStream, started by

@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/events/jsstore"
 )
 
 // Flags are the credential flags as given on the command line or in the

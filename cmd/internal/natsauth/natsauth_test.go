@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gateway/events/jsstore"
-	"gateway/internal/testkit"
+	"github.com/iqdgateway/gateway/events/jsstore"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 var envVars = []string{"GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE", "GATEWAY_NATS_NKEY_SEED_FILE"}
