@@ -149,11 +149,6 @@ func (t *term) prepare(ctx context.Context, j *job, gen int) (done bool, err err
 			return true, permanent(err)
 		}
 	}
-	if p, ok := j.ev.Payload.(*events.SandboxCallback); ok {
-		// Resolved still for its place after the transaction's earlier
-		// callbacks; its previousStatus is its type's.
-		j.prev = testPrevious(p.Type)
-	}
 	if !j.pred.isZero() && j.pred.seq <= t.startDelivered && time.Now().Before(t.windowEnd) {
 		// The earlier callback of this transaction was in a message the
 		// previous term held: it is redelivered before windowEnd, and this
@@ -182,22 +177,24 @@ func (t *term) record(ctx context.Context, j *job) (records.Record, error) {
 }
 
 // render builds j's body from its transaction's record as of the event,
-// the record's hash made with the site's secret in cfg.
+// the record's hash made with the secret hashSecret picks in cfg.
 func (j *job) render(rec records.Record, cfg *aggregates.Config) error {
-	b, err := body(j.typ, j.ev, asOf(rec, j.ev, cfg.Secret), j.prev)
+	secret := hashSecret(cfg, time.Now().UnixMilli())
+	b, err := body(j.typ, j.ev, asOf(rec, j.ev, secret), j.prev)
 	if err != nil {
 		return err
 	}
-	j.body, j.secret = b, cfg.Secret
+	j.body, j.secret = b, secret
 	return nil
 }
 
-// renderAgain builds j's body again when the site's secret is no longer
-// the one its hash was made with: a retry after a rotation carries the
-// hash a lookup now shows (docs/callbacks.md "Payload"). It reports
-// whether j can be attempted; otherwise j is parked, or the term ends.
+// renderAgain builds j's body again when its hash was made with another
+// secret than hashSecret now picks: a retry after a rotation's overlap
+// carries the hash made with the new secret (docs/callbacks.md
+// "Payload"). It reports whether j can be attempted; otherwise j is
+// parked, or the term ends.
 func (t *term) renderAgain(ctx context.Context, j *job, cfg *aggregates.Config) bool {
-	if cfg.Secret == j.secret {
+	if hashSecret(cfg, time.Now().UnixMilli()) == j.secret {
 		return true
 	}
 	rec, err := t.record(ctx, j)

@@ -123,6 +123,19 @@ func asOf(rec records.Record, ev events.Event, secret string) records.Record {
 	return rec
 }
 
+// hashSecret is the signing secret a callback's record is hashed with:
+// while a rotated secret's overlap lasts, the previous one, which the
+// merchant holds whether or not it has taken the new one yet (it signs
+// its requests with it until the overlap ends); the current one after
+// that. A callback answers no request, so it cannot follow the secret
+// that signed one, as an answer does (docs/callbacks.md "Payload").
+func hashSecret(cfg *aggregates.Config, nowMs int64) string {
+	if cfg.PrevSecret != "" && nowMs < cfg.PrevSecretUntil {
+		return cfg.PrevSecret
+	}
+	return cfg.Secret
+}
+
 // testPrevious is a sandbox test callback's previousStatus: whatever the
 // transaction's own status, the one a real callback of the type leaves
 // most often (docs/callbacks.md "Which events produce callbacks"), so a
@@ -136,9 +149,16 @@ func testPrevious(typ string) string {
 }
 
 // body renders the callback body of docs/callbacks.md "Payload":
-// {"type":…,"timestamp":…,"data":{record, previousStatus}}. The timestamp
-// is when the event happened, so the body is the same on every attempt.
+// {"type":…,"timestamp":…,"data":{record, previousStatus}}, the same for
+// a delivery and a stream. The timestamp is when the event happened, so
+// the body is the same on every attempt. prev is the status the
+// transaction left; a sandbox test callback's is its type's (testPrevious),
+// whatever the transaction went through.
 func body(typ string, ev events.Event, rec records.Record, prev string) ([]byte, error) {
+	p, test := ev.Payload.(*events.SandboxCallback)
+	if test {
+		prev = testPrevious(p.Type)
+	}
 	data, err := rec.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode record %s: %w", rec.TransactionID, err)
@@ -150,7 +170,6 @@ func body(typ string, ev events.Event, rec records.Record, prev string) ([]byte,
 	data = append(data[:len(data)-1], `,"previousStatus":`...)
 	data = append(data, ps...)
 	data = append(data, '}')
-	_, test := ev.Payload.(*events.SandboxCallback)
 	return json.Marshal(struct {
 		Type      string          `json:"type"`
 		Timestamp string          `json:"timestamp"`

@@ -38,6 +38,11 @@ type StreamConfig struct {
 	// stream outlives the moment its reader was let in: Check is where it
 	// is let in again (the merchant's credentials, still accepted).
 	Check func(ctx context.Context) error
+	// Secret is the secret the records' hash is made with: the one the
+	// stream's request was signed with, so that the merchant following it
+	// verifies them as it verifies the answers to its requests. When
+	// empty, it is a delivery's (hashSecret).
+	Secret string
 	// Applied, when set, returns the stream sequence of the last message
 	// of a site that the ledger has applied. The stream then reads the
 	// store only once there is a message of its site it has not read:
@@ -173,12 +178,16 @@ func streamEvent(ctx context.Context, cfg StreamConfig, site ids.SiteID, seq uin
 	if !ok {
 		return StreamEvent{}, fmt.Errorf("site %s: %w", site, aggregates.ErrSiteNotFound)
 	}
+	now := time.Now()
+	secret := cfg.Secret
+	if secret == "" {
+		secret = hashSecret(sc, now.UnixMilli())
+	}
 	typ := callbackType(e)
-	b, err := body(typ, e, asOf(rec, e, sc.Secret), h.prev)
+	b, err := body(typ, e, asOf(rec, e, secret), h.prev)
 	if err != nil {
 		return StreamEvent{}, err
 	}
-	now := time.Now()
 	ts := now.Unix()
 	return StreamEvent{ID: id, Type: typ, Body: b, Headers: map[string]string{
 		"content-type": "application/json", "webhook-id": id, "webhook-timestamp": strconv.FormatInt(ts, 10),

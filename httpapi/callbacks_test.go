@@ -866,3 +866,62 @@ func TestCallbackRetry_hashAfterRotation(t *testing.T) {
 	assert.Equal(t, rec(t, s.get(site{ID: st.ID, AppKey: st.AppKey, Secret: rotated.Secret}, "/v1/transactions/"+tx, "")).Hash, retry.Data.Hash,
 		"the hash a lookup shows")
 }
+
+// TestCallbackHash_duringOverlap: while a rotated signing secret's overlap
+// lasts, a callback's record is hashed with the previous secret, which the
+// merchant holds whether or not it has taken the new one; a stream's with
+// the secret that signed the stream's request; once the overlap is over,
+// a retry carries the current secret's hash (docs/callbacks.md "Payload").
+func TestCallbackHash_duringOverlap(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{schedule: callbacks.Schedule{20 * time.Millisecond}}})
+	s.seedBanks()
+	rcv := holding(t, 200, 2)
+	old := s.callbackSite(t, rcv.url())
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+	cur, _ := rotate(t, s, old, map[string]any{"overlapSeconds": 3600})
+	streams := map[string]*sseStream{"old": s.openStream(t, old, "", nil), "new": s.openStream(t, cur, "", nil)}
+	for _, ss := range streams {
+		ss.next() // its position
+	}
+	hashOf := func(b []byte) (string, string) {
+		var body struct {
+			Data struct {
+				BankID string `json:"bankId"`
+				Hash   string `json:"hash"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(b, &body))
+		return body.Data.BankID, body.Data.Hash
+	}
+	tx := s.approvedDeposit(t, old)
+	first := rcv.waitCalls(t, tx, 1)[0]
+	bankID, h := hashOf(first.Body)
+	assert.Equal(t, responseHash(old.Secret, tx, bankID, 5000), h, "a delivery during the overlap: the previous secret")
+	for name, ss := range streams {
+		ev := ss.next()
+		var se struct {
+			Body json.RawMessage `json:"body"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &se))
+		_, h := hashOf(se.Body)
+		secret := map[string]string{"old": old.Secret, "new": cur.Secret}[name]
+		assert.Equal(t, responseHash(secret, tx, bankID, 5000), h, "a stream signed with the %s secret", name)
+	}
+
+	// A second deposit's first attempt is held; the overlap ends (a
+	// rotation without overlap retires the previous secret at once) and
+	// its retry is hashed with the secret current then.
+	rcv.code.Store(500)
+	tx2 := s.approvedDeposit(t, old)
+	rcv.waitHeld(t)
+	third, _ := rotate(t, s, cur, map[string]any{"overlapSeconds": 0})
+	rcv.code.Store(200)
+	rcv.release <- 500
+	calls := rcv.waitCalls(t, tx2, 2)
+	_, h1 := hashOf(calls[0].Body)
+	_, h2 := hashOf(calls[1].Body)
+	assert.Equal(t, responseHash(old.Secret, tx2, bankID, 5000), h1, "the first attempt, during the first overlap")
+	assert.Equal(t, responseHash(third.Secret, tx2, bankID, 5000), h2, "the retry, with no overlap left")
+	assert.Equal(t, calls[0].ID, calls[1].ID)
+}

@@ -79,8 +79,12 @@ func saneID(s string) bool {
 	return true
 }
 
-// writeData answers 200 with data in the envelope.
+// writeData answers 200 with data in the envelope; a transaction record
+// is hashed for r (answerFor).
 func (s *Server) writeData(w http.ResponseWriter, r *http.Request, data any) {
+	if rec, ok := data.(records.Record); ok {
+		data = answerFor(r, rec)
+	}
 	s.write(w, r, envelope{Data: data, Status: http.StatusOK})
 }
 

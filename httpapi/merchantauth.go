@@ -17,9 +17,14 @@ import (
 
 	"github.com/iqdgateway/gateway/aggregates"
 	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/records"
 )
 
 type ctxBody struct{}
+
+// ctxSigner holds the secret a merchant call was signed with: the call's
+// answer is hashed with it (answerFor).
+type ctxSigner struct{}
 
 // merchantAuth authenticates a merchant call before anything in it is
 // parsed: body size, appKey, IP allowlist, then the signature over the exact
@@ -42,7 +47,7 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			signed = []byte(r.URL.RawQuery)
 		}
-		siteID, cfg, err := s.merchantCredentials(r, signed)
+		siteID, cfg, signer, err := s.merchantCredentials(r, signed)
 		ri.siteID = siteID
 		if err != nil {
 			s.writeErr(w, r, err)
@@ -53,25 +58,27 @@ func (s *Server) merchantAuth(next http.Handler) http.Handler {
 				message: "the site's rate limit of " + strconv.FormatInt(cfg.RateLimit, 10) + " requests per second is exceeded"})
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxBody{}, body)))
+		ctx := context.WithValue(context.WithValue(r.Context(), ctxBody{}, body), ctxSigner{}, signer)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
 // merchantCredentials checks a merchant call's credentials against the
 // site's settings as they are now: the appKey, the caller's address
 // against the IP allowlist, then the signature over signed (the previous
-// secret counting while its overlap lasts). The site is returned once the
-// appKey is known, refused or not. The callback stream calls it again
-// while it is open, so that a stream ends when its credentials stop being
-// accepted (docs/callbacks.md).
-func (s *Server) merchantCredentials(r *http.Request, signed []byte) (ids.SiteID, *aggregates.Config, error) {
+// secret counting while its overlap lasts), and returns the secret the
+// signature was made with. The site is returned once the appKey is known,
+// refused or not. The callback stream calls it again while it is open, so
+// that a stream ends when its credentials stop being accepted
+// (docs/callbacks.md).
+func (s *Server) merchantCredentials(r *http.Request, signed []byte) (ids.SiteID, *aggregates.Config, string, error) {
 	if len(r.Header.Values("appKey")) > 1 {
 		// Two identities in one request: taking either would be a guess.
-		return "", nil, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "send one appKey header"}
+		return "", nil, "", &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "send one appKey header"}
 	}
 	appKey := r.Header.Get("appKey")
 	if appKey == "" {
-		return "", nil, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "the appKey header is missing"}
+		return "", nil, "", &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "the appKey header is missing"}
 	}
 	siteID, cfg, ok := s.cfg.Ledger.SiteByAppKey(appKey)
 	if !ok && s.cfg.Ledger.CatchUpMiss(r.Context()) == nil {
@@ -82,58 +89,59 @@ func (s *Server) merchantCredentials(r *http.Request, signed []byte) (ids.SiteID
 		siteID, cfg, ok = s.cfg.Ledger.SiteByAppKey(appKey)
 	}
 	if !ok {
-		return "", nil, &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"}
+		return "", nil, "", &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"}
 	}
 	// Computed for every request, so that a trusted proxy's unreadable
 	// X-Forwarded-For is refused whatever the site's settings.
 	ip, err := s.clientIP(r)
 	if err != nil {
-		return siteID, nil, badForwardedFor(err)
+		return siteID, nil, "", badForwardedFor(err)
 	}
 	if len(cfg.IPAllowlist) > 0 && !allowed(cfg.IPAllowlist, ip) {
-		return siteID, nil, &apiError{status: 403, code: "not_authorized",
+		return siteID, nil, "", &apiError{status: 403, code: "not_authorized",
 			message: "this site accepts requests only from its IP allowlist"}
 	}
-	if problem := s.checkSignature(cfg, r, signed); problem != "" {
-		return siteID, nil, &apiError{status: 401, code: "invalid_signature", field: "sign", message: problem}
+	signer, problem := s.checkSignature(cfg, r, signed)
+	if problem != "" {
+		return siteID, nil, "", &apiError{status: 401, code: "invalid_signature", field: "sign", message: problem}
 	}
-	return siteID, cfg, nil
+	return siteID, cfg, signer, nil
 }
 
 // signRule is what a valid sign header is.
 const signRule = "sign must be base64(HMAC-SHA256(secret, S)), S being the exact body of a POST or the exact query of a GET (the bytes after ?)"
 
-// checkSignature returns "" for a request whose sign header is valid, and
+// checkSignature returns the secret that made a valid sign header, and
 // otherwise what is wrong with it, as far as that can be said without
 // weakening it: a header that is missing or is not base64 of 32 bytes, or
 // a signature over the request as a common mistake changes it (a trailing
 // newline, a leading "?", the path included, parameters sorted). Only
 // someone who holds the secret can make a signature that matches such a
 // variant, so naming it tells nobody else anything.
-func (s *Server) checkSignature(cfg *aggregates.Config, r *http.Request, signed []byte) string {
+func (s *Server) checkSignature(cfg *aggregates.Config, r *http.Request, signed []byte) (signer, problem string) {
 	if len(r.Header.Values("sign")) > 1 {
-		return "send one sign header; " + signRule
+		return "", "send one sign header; " + signRule
 	}
 	sign := r.Header.Get("sign")
 	if sign == "" {
-		return "the sign header is missing; " + signRule
+		return "", "the sign header is missing; " + signRule
 	}
 	got, ok := decodeSign(sign)
 	if !ok {
 		if len(sign) == 2*sha256.Size && strings.Trim(strings.ToLower(sign), "0123456789abcdef") == "" {
-			return "sign is a hex digest; send the 32 bytes of the HMAC-SHA256 in base64 instead"
+			return "", "sign is a hex digest; send the 32 bytes of the HMAC-SHA256 in base64 instead"
 		}
-		return "sign is not base64 of 32 bytes; " + signRule
+		return "", "sign is not base64 of 32 bytes; " + signRule
 	}
-	if s.signatureValid(cfg, got, signed) {
-		return ""
+	if signer, ok := s.signer(cfg, got, signed); ok {
+		return signer, ""
 	}
 	for _, m := range signMistakes(r, signed) {
-		if s.signatureValid(cfg, got, m.signed) {
-			return "sign was computed over " + m.what + "; sign the exact bytes sent"
+		if _, ok := s.signer(cfg, got, m.signed); ok {
+			return "", "sign was computed over " + m.what + "; sign the exact bytes sent"
 		}
 	}
-	return "sign does not match the request: " + signRule + "; check the secret (rotated?) and that the bytes signed are the bytes sent"
+	return "", "sign does not match the request: " + signRule + "; check the secret (rotated?) and that the bytes signed are the bytes sent"
 }
 
 // signMistake is the request as a common signing mistake sees it.
@@ -183,16 +191,40 @@ func signedName(r *http.Request) string {
 	return "body"
 }
 
-// signatureValid compares got with the HMAC of signed under the site's
-// secret, and under the previous one while it is still valid.
-func (s *Server) signatureValid(cfg *aggregates.Config, got, signed []byte) bool {
-	valid := hmac.Equal(got, mac(cfg.Secret, signed))
+// signer compares got with the HMAC of signed under the site's secret,
+// and under the previous one while it is still valid, and returns the
+// secret it matched.
+func (s *Server) signer(cfg *aggregates.Config, got, signed []byte) (string, bool) {
+	current := hmac.Equal(got, mac(cfg.Secret, signed))
 	if cfg.PrevSecret != "" && s.cfg.Ledger.Now().UnixMilli() < cfg.PrevSecretUntil {
 		// Both are always compared so the answer time does not tell
 		// which secret matched.
-		valid = hmac.Equal(got, mac(cfg.PrevSecret, signed)) || valid
+		if hmac.Equal(got, mac(cfg.PrevSecret, signed)) && !current {
+			return cfg.PrevSecret, true
+		}
 	}
-	return valid
+	return cfg.Secret, current
+}
+
+// signerOf returns the secret a merchant call was signed with ("" for a
+// call that is not a merchant's).
+func signerOf(r *http.Request) string {
+	s, _ := r.Context().Value(ctxSigner{}).(string)
+	return s
+}
+
+// answerFor returns rec as the answer to r: hashed with the secret r was
+// signed with. During a rotation's overlap a merchant still holding the
+// previous secret can verify the answers to what it signs with it, as it
+// could before the rotation (docs/merchant-api.md "Response hash"). The
+// record was hashed with the secret current when it was read, which a
+// rotation since the call was let in may have changed: the hash is made
+// again whichever secret signed.
+func answerFor(r *http.Request, rec records.Record) records.Record {
+	if signer := signerOf(r); signer != "" {
+		rec.Hash = records.ResponseHash(signer, rec.TransactionID, rec.BankID, rec.Amount)
+	}
+	return rec
 }
 
 func mac(secret string, data []byte) []byte {

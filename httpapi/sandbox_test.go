@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/iqdgateway/gateway/internal/testkit"
@@ -400,4 +401,44 @@ func TestSiteMethods_acrossStacks(t *testing.T) {
 	b.get(st, "/v1/banks", "type=deposit").decode(t, &banks)
 	require.Len(t, banks, 1)
 	require.Equal(t, "ZAINCASH", banks[0]["code"])
+}
+
+// TestSandbox_testCallbackOneBodyOnBothPaths: a test callback, and a real
+// one, reach a site's callbackUrl and its callback stream with the same
+// body: a test "approved" about a rejected deposit leaves "pending" on
+// both, as docs/callbacks.md says, not the deposit's own "rejected".
+func TestSandbox_testCallbackOneBodyOnBothPaths(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
+	s.seedBanks()
+	rcv := newReceiver(t, 200)
+	sb := s.newSite(map[string]any{"sandbox": true, "callbackUrl": rcv.url()}, 100_000)
+	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
+	d := rec(t, s.post(sb, pathDeposit, depositForm("ZAINCASH", "tc-both", "u1", 25000)))
+	ss := s.openStream(t, sb, "", nil)
+	ss.next() // its position
+
+	require.Equal(t, "rejected", rec(t, s.post(sb, "/v1/sandbox/deposits/"+d.TransactionID+"/reject", url.Values{"reason": {"no transfer"}})).Status)
+	rec(t, s.post(sb, "/v1/sandbox/transactions/"+d.TransactionID+"/callbacks", url.Values{"type": {"deposit.approved"}}))
+	calls := rcv.waitCalls(t, d.TransactionID, 2)
+	for i, want := range []struct{ typ, prev string }{{"deposit.rejected", "pending"}, {"deposit.approved", "pending"}} {
+		ev := ss.next()
+		require.Equal(t, "callback", ev.Event)
+		var se struct {
+			ID   string          `json:"id"`
+			Type string          `json:"type"`
+			Body json.RawMessage `json:"body"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &se))
+		require.Equal(t, calls[i].ID, se.ID, "callback %d: the same event", i)
+		require.Equal(t, want.typ, se.Type)
+		assert.JSONEq(t, string(calls[i].Body), string(se.Body), "callback %d: the delivery's body and the stream's", i)
+		var b struct {
+			Data struct {
+				PreviousStatus string `json:"previousStatus"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(se.Body, &b))
+		assert.Equal(t, want.prev, b.Data.PreviousStatus, "callback %d", i)
+	}
 }

@@ -41,10 +41,24 @@ func TestSecretRotation(t *testing.T) {
 				rec(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "sr-w-"+name, "u9", 1000, "07712345678")))
 			})
 		}
-		// The response hash is signed with the current secret.
-		g := rec(t, s.get(old, "/v1/transactions/"+d.TransactionID, ""))
-		require.Equal(t, responseHash(cur.Secret, d.TransactionID, d.BankID, d.Amount), g.Hash)
-		require.NotEqual(t, d.Hash, g.Hash)
+		// An answer's hash is made with the secret its request was signed
+		// with: a merchant still holding the old one verifies what it is
+		// answered throughout the overlap (docs/merchant-api.md "Response
+		// hash").
+		for name, st := range map[string]site{"new": cur, "old": old} {
+			for _, g := range []record{
+				rec(t, s.get(st, "/v1/transactions/"+d.TransactionID, "")),
+				rec(t, s.get(st, "/v1/transactions", "processId=sr-1")),
+				rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "sr-1", "u1", 25000))),
+			} {
+				require.Equal(t, responseHash(st.Secret, d.TransactionID, d.BankID, d.Amount), g.Hash, "signed with the %s secret", name)
+			}
+			w := rec(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "sr-w-"+name, "u9", 1000, "07712345678")))
+			require.Equal(t, responseHash(st.Secret, w.TransactionID, w.BankID, w.Amount), w.Hash, "a creation signed with the %s secret", name)
+		}
+		// The operator API has no signer: the current secret.
+		require.Equal(t, responseHash(cur.Secret, d.TransactionID, d.BankID, d.Amount),
+			rec(t, s.ops("GET", "/ops/v1/transactions/"+d.TransactionID, nil)).Hash)
 
 		// A second rotation ends the first secret at once: only one
 		// previous secret is kept.

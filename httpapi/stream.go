@@ -139,7 +139,7 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 	// refusal a new request would get ends it (docs/callbacks.md).
 	signed := []byte(r.URL.RawQuery)
 	check := func(ctx context.Context) error {
-		id, _, err := s.merchantCredentials(r, signed)
+		id, _, _, err := s.merchantCredentials(r, signed)
 		if err == nil && id != site {
 			err = &apiError{status: 401, code: "unknown_app_key", field: "appKey", message: "appKey is not known"}
 		}
@@ -156,7 +156,7 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- callbacks.Stream(ctx, callbacks.StreamConfig{Store: s.cfg.Events, Ledger: s.cfg.Ledger, Records: s.cfg.Reader,
-			Check: check, Applied: s.cfg.Ledger.SiteApplied},
+			Check: check, Applied: s.cfg.Ledger.SiteApplied, Secret: signerOf(r)},
 			site, after, func(ev callbacks.StreamEvent) error {
 				select {
 				case evc <- ev:
