@@ -34,7 +34,9 @@ type Client struct {
 	base   string
 	appKey string
 	secret string
-	hc     *http.Client
+	// previous is the secret before a rotation, accepted in hashes.
+	previous string
+	hc       *http.Client
 	// attempts bounds the tries of one creation; backoff is the first
 	// pause between them, doubled each time.
 	attempts int
@@ -56,6 +58,14 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 func WithRetries(attempts int, backoff time.Duration) Option {
 	return func(c *Client) { c.attempts, c.backoff = max(attempts, 1), backoff }
 }
+
+// WithPreviousSecret has the client accept a record's hash made with the
+// site's previous signing secret as well as with its secret, for the
+// overlap of a rotation: a client that has taken the new secret is then
+// still shown, in callbacks, hashes made with the old one until the
+// overlap ends (docs/merchant-api.md "Response hash"). Calls are signed
+// with the secret given to New only.
+func WithPreviousSecret(secret string) Option { return func(c *Client) { c.previous = secret } }
 
 // New returns a client of the gateway at baseURL for the site with appKey
 // and secret.
@@ -213,27 +223,47 @@ func (c *Client) Banks(ctx context.Context, kind, lang string) ([]Method, error)
 	return out, nil
 }
 
-// Sandbox actions: what an operator does to a live site's transactions, a
-// sandbox site's merchant does to its own (docs/merchant-api.md "Sandbox
-// sites"). A live site is refused with the code forbidden.
+// SandboxAction is what an operator does to a live site's transactions,
+// and a sandbox site's merchant does to its own (docs/merchant-api.md
+// "Sandbox sites"): one of the Sandbox constants. It is not a string, so
+// that an action the gateway does not know does not compile.
+type SandboxAction uint8
+
+// Sandbox actions.
 const (
-	SandboxApprove          = "deposits/approve" // form: amount (optional)
-	SandboxRejectDeposit    = "deposits/reject"  // form: reason (optional)
-	SandboxExpire           = "deposits/expire"  // expires the deposit now
-	SandboxProcess          = "withdrawals/process"
-	SandboxPay              = "withdrawals/pay"    // form: reference (optional)
-	SandboxRejectWithdrawal = "withdrawals/reject" // form: reason (optional)
+	SandboxApprove          SandboxAction = iota + 1 // a deposit; form: amount (optional, what was received)
+	SandboxRejectDeposit                             // form: reason (optional)
+	SandboxExpire                                    // expires the deposit now
+	SandboxProcess                                   // a withdrawal, taken
+	SandboxPay                                       // form: reference (optional)
+	SandboxRejectWithdrawal                          // form: reason (optional)
 )
+
+// sandboxPaths are the actions' places under /v1/sandbox: the kind of
+// transaction, and the verb after its id.
+var sandboxPaths = [...]struct{ kind, verb string }{
+	SandboxApprove: {"deposits", "approve"}, SandboxRejectDeposit: {"deposits", "reject"}, SandboxExpire: {"deposits", "expire"},
+	SandboxProcess: {"withdrawals", "process"}, SandboxPay: {"withdrawals", "pay"}, SandboxRejectWithdrawal: {"withdrawals", "reject"},
+}
+
+// String names the action as its path does: "deposits/approve".
+func (a SandboxAction) String() string {
+	if int(a) >= len(sandboxPaths) || a == 0 {
+		return "SandboxAction(" + strconv.Itoa(int(a)) + ")"
+	}
+	p := sandboxPaths[a]
+	return p.kind + "/" + p.verb
+}
 
 // Sandbox moves a sandbox site's own transaction: action is one of the
 // Sandbox constants, form its optional fields.
-func (c *Client) Sandbox(ctx context.Context, action, txID string, form url.Values) (*Transaction, error) {
-	kind, verb, ok := strings.Cut(action, "/")
-	if !ok {
-		return nil, fmt.Errorf("sandbox action %q: use one of the client.Sandbox constants", action)
+func (c *Client) Sandbox(ctx context.Context, action SandboxAction, txID string, form url.Values) (*Transaction, error) {
+	if int(action) >= len(sandboxPaths) || action == 0 {
+		return nil, fmt.Errorf("sandbox action %v: use one of the client.Sandbox constants", action)
 	}
+	p := sandboxPaths[action]
 	var tx Transaction
-	if err := c.call(ctx, http.MethodPost, "/v1/sandbox/"+kind+"/"+url.PathEscape(txID)+"/"+verb, form.Encode(), &tx); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v1/sandbox/"+p.kind+"/"+url.PathEscape(txID)+"/"+p.verb, form.Encode(), &tx); err != nil {
 		return nil, err
 	}
 	return &tx, c.checkHash(&tx)
@@ -258,10 +288,17 @@ func (c *Client) SandboxCallback(ctx context.Context, txID, typ string) (*Transa
 var ErrBadHash = errors.New("the record's hash does not match")
 
 func (c *Client) checkHash(tx *Transaction) error {
-	if !VerifyHash(c.secret, tx.TransactionID, tx.BankID, tx.Amount, tx.Hash) {
+	if !c.hashValid(tx) {
 		return fmt.Errorf("transaction %s: %w", tx.TransactionID, ErrBadHash)
 	}
 	return nil
+}
+
+// hashValid reports whether tx's hash was made with the client's secret
+// or its previous one (WithPreviousSecret).
+func (c *Client) hashValid(tx *Transaction) bool {
+	return VerifyHash(c.secret, tx.TransactionID, tx.BankID, tx.Amount, tx.Hash) ||
+		c.previous != "" && VerifyHash(c.previous, tx.TransactionID, tx.BankID, tx.Amount, tx.Hash)
 }
 
 // VerifyHash checks a record's response hash: base64(HMAC-SHA256(secret,

@@ -450,14 +450,17 @@ func TestClient_sandbox(t *testing.T) {
 	w, err := c.CreateWithdrawal(ctx, client.WithdrawalRequest{BankID: "ZAINCASH", ProcessID: "sw-1", Amount: 1000,
 		UserID: "u9", UserName: "u9", Name: "Sara", AccountName: "Sara", IBAN: "07712345678"})
 	require.NoError(t, err)
-	for _, a := range []string{client.SandboxProcess, client.SandboxPay} {
+	for _, a := range []client.SandboxAction{client.SandboxProcess, client.SandboxPay} {
 		_, err := c.Sandbox(ctx, a, w.TransactionID, nil)
-		require.NoError(t, err, a)
+		require.NoError(t, err, a.String())
 	}
 	_, err = c.Sandbox(ctx, client.SandboxPay, w.TransactionID, nil)
 	assert.Equal(t, "invalid_transition", client.Code(err))
-	_, err = c.Sandbox(ctx, "refund", w.TransactionID, nil)
+	// A plain string does not compile (TestClient_fromAnotherModule);
+	// a conversion of a number that names no action is refused.
+	_, err = c.Sandbox(ctx, client.SandboxAction(42), w.TransactionID, nil)
 	assert.ErrorContains(t, err, "use one of the client.Sandbox constants")
+	assert.Equal(t, "withdrawals/reject", client.SandboxRejectWithdrawal.String())
 
 	lc := client.New(g.URL, live.AppKey, live.Secret)
 	ld, err := lc.CreateDeposit(ctx, deposit("l-1", "u1", 25000))

@@ -1,5 +1,7 @@
 package client
 
+import "encoding/json"
+
 // Transaction is a deposit or withdrawal record (seed 2.2 to 2.4): the
 // fields of both kinds, those of the other kind empty. Type says which.
 type Transaction struct {
@@ -37,6 +39,39 @@ type Transaction struct {
 
 	// Sandbox marks a sandbox site's transaction.
 	Sandbox bool `json:"sandbox,omitempty"`
+}
+
+// MarshalJSON writes the record as the gateway does (docs/merchant-api.md
+// "Records"): the fields of its type only, each of them present, so a
+// deposit's senderName, expiresAt and url are null when it has none and
+// its alreadyPending is false rather than left out.
+func (t Transaction) MarshalJSON() ([]byte, error) {
+	type fields Transaction // its fields, without this method
+	switch t.Type {
+	case TypeDeposit:
+		// The outer fields are written, where the embedded ones of the
+		// same name would be left out when empty.
+		return json.Marshal(struct {
+			fields
+			BankName        string  `json:"bankName"`
+			BankAccountName string  `json:"bankAccountName"`
+			BankAccountIban string  `json:"bankAccountIban"`
+			SenderName      *string `json:"senderName"`
+			Lang            string  `json:"lang"`
+			ExpiresAt       *string `json:"expiresAt"`
+			URL             *string `json:"url"`
+			AlreadyPending  bool    `json:"alreadyPending"`
+			Sandbox         bool    `json:"sandbox,omitempty"`
+		}{fields(t), t.BankName, t.BankAccountName, t.BankAccountIban, t.SenderName, t.Lang, t.ExpiresAt, t.URL, t.AlreadyPending, t.Sandbox})
+	case TypeWithdrawal:
+		return json.Marshal(struct {
+			fields
+			AccountName string `json:"accountName"`
+			IBAN        string `json:"iban"`
+			Sandbox     bool   `json:"sandbox,omitempty"`
+		}{fields(t), t.AccountName, t.IBAN, t.Sandbox})
+	}
+	return json.Marshal(fields(t))
 }
 
 // Transaction types and statuses.

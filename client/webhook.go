@@ -21,12 +21,37 @@ type Callback struct {
 	ID string `json:"-"`
 	// Type is deposit.approved, deposit.rejected, deposit.expired,
 	// withdrawal.paid or withdrawal.rejected.
-	Type      string `json:"type"`
-	Timestamp string `json:"timestamp"`
-	Data      struct {
-		Transaction
-		PreviousStatus string `json:"previousStatus"`
-	} `json:"data"`
+	Type      string       `json:"type"`
+	Timestamp string       `json:"timestamp"`
+	Data      CallbackData `json:"data"`
+	// Test marks a sandbox site's test callback (Client.SandboxCallback):
+	// it changes nothing, and must not be taken for the transaction's
+	// real change. Its previousStatus is the one a real callback of its
+	// type leaves (docs/callbacks.md "Sandbox test callbacks").
+	Test bool `json:"test,omitempty"`
+}
+
+// CallbackData is a callback's data: the transaction's record as of the
+// event, and the status it left.
+type CallbackData struct {
+	Transaction
+	PreviousStatus string `json:"previousStatus"`
+}
+
+// MarshalJSON writes the record as Transaction does, then previousStatus,
+// as the gateway does (Transaction's MarshalJSON would otherwise be
+// promoted and leave previousStatus out).
+func (d CallbackData) MarshalJSON() ([]byte, error) {
+	b, err := d.Transaction.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := json.Marshal(d.PreviousStatus)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b[:len(b)-1], `,"previousStatus":`...)
+	return append(append(b, ps...), '}'), nil
 }
 
 // WebhookTolerance is how far a callback's timestamp may be from now.
@@ -80,8 +105,22 @@ func WebhookSignature(secret, id, timestamp string, body []byte) string {
 
 // ParseCallback verifies a callback (VerifyWebhook) and decodes it; the
 // record's response hash is checked with the site's secret when secret
-// is not empty.
+// is not empty. During a signing secret's rotation a callback's hash is
+// made with the previous secret until the overlap ends: a merchant that
+// has taken the new secret meanwhile checks it with Client.ParseCallback
+// of a client given both.
 func ParseCallback(webhookSecret, secret string, h http.Header, body []byte, now time.Time) (*Callback, error) {
+	var c *Client
+	if secret != "" {
+		c = &Client{secret: secret}
+	}
+	return c.ParseCallback(webhookSecret, h, body, now)
+}
+
+// ParseCallback is the package's ParseCallback, the record's hash checked
+// with the client's secret or its previous one (WithPreviousSecret); a
+// nil client checks no hash.
+func (c *Client) ParseCallback(webhookSecret string, h http.Header, body []byte, now time.Time) (*Callback, error) {
 	if err := VerifyWebhook(webhookSecret, h, body, now); err != nil {
 		return nil, err
 	}
@@ -90,7 +129,7 @@ func ParseCallback(webhookSecret, secret string, h http.Header, body []byte, now
 		return nil, fmt.Errorf("decode callback: %w", err)
 	}
 	cb.ID = h.Get("webhook-id")
-	if secret != "" && !VerifyHash(secret, cb.Data.TransactionID, cb.Data.BankID, cb.Data.Amount, cb.Data.Hash) {
+	if c != nil && !c.hashValid(&cb.Data.Transaction) {
 		return &cb, fmt.Errorf("callback %s: %w", cb.ID, ErrBadHash)
 	}
 	return &cb, nil

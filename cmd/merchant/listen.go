@@ -64,7 +64,7 @@ func listen(ctx context.Context, c *client.Client, to, after string, stdout, std
 	if errors.Is(err, context.Canceled) {
 		return 0
 	}
-	return failed(stderr, err)
+	return failed(stderr, err, noAnswer("listen", nil))
 }
 
 // forwardRetries are the pauses before a callback is forwarded again.

@@ -30,7 +30,7 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
-const usage = `usage: merchant [-url URL] [-app-key KEY] [-secret SECRET] <command> [flags]
+const usage = `usage: merchant [-url URL] [-app-key KEY] [-secret SECRET] [-previous-secret SECRET] <command> [flags]
 
 commands:
   deposit    create a deposit (-bank -process-id -amount -user-id -user-name -name [-sender-name] [-lang])
@@ -45,14 +45,21 @@ commands:
   listen     forward the site's callbacks to a local URL: listen -forward-to http://localhost:3000/callbacks
              ([-after WEBHOOK_ID] to start after an event instead of from now on)
 
-The URL, appKey and secret are read from GATEWAY_URL, GATEWAY_APP_KEY and GATEWAY_SECRET
-when the flags are not given. Records are printed as JSON; a refusal prints its code,
-message, field and requestId on standard error and exits with 1; a call whose outcome is
-unknown (no answer, or not the gateway's) exits with 3: run the same command again.
+The URL, appKey and secrets are read from GATEWAY_URL, GATEWAY_APP_KEY, GATEWAY_SECRET and
+GATEWAY_PREVIOUS_SECRET when the flags are not given; the previous secret (during a rotation's
+overlap) is only used to check records' hashes. Records are printed as JSON. Exit codes:
+  0  done
+  1  refused: the code, message, field, documentation and requestId are printed on standard error
+  2  usage error
+  3  no answer, or an answer that is not the gateway's: what to do is printed (a creation: run
+     it again with the same -process-id, which never creates a second transaction)
+  4  the gateway answered with the record, printed, but its hash does not match the secret(s)
+     given: check -secret (and -previous-secret during a rotation); the call itself was done
 `
 
-// run is the command; it returns the exit code: 0, 1 for a failed call,
-// 2 for a usage error, 3 for a call whose outcome is unknown.
+// run is the command; it returns the exit code of usage: 0, 1 for a
+// refused call, 2 for a usage error, 3 for no answer (a creation's outcome
+// unknown), 4 for an answer whose hash does not verify.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("merchant", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -60,6 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	base := fs.String("url", getenv("GATEWAY_URL"), "the gateway's base URL [GATEWAY_URL]")
 	appKey := fs.String("app-key", getenv("GATEWAY_APP_KEY"), "the site's appKey [GATEWAY_APP_KEY]")
 	secret := fs.String("secret", getenv("GATEWAY_SECRET"), "the site's secret [GATEWAY_SECRET]")
+	previous := fs.String("previous-secret", getenv("GATEWAY_PREVIOUS_SECRET"), "the site's secret before a rotation, while its overlap lasts: records hashed with it are accepted too [GATEWAY_PREVIOUS_SECRET]")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -81,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "merchant: %s missing\n", strings.Join(missing, ", "))
 		return 2
 	}
-	c := client.New(*base, *appKey, *secret)
+	c := client.New(*base, *appKey, *secret, client.WithPreviousSecret(*previous))
 	var out any
 	var err error
 	switch cmd {
@@ -178,8 +186,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "merchant: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
-	if err != nil {
-		return failed(stderr, err)
+	badHash := errors.Is(err, client.ErrBadHash)
+	if err != nil && !badHash {
+		return failed(stderr, err, noAnswer(cmd, rest))
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -187,18 +196,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "merchant:", err)
 		return 1
 	}
+	if badHash {
+		// The gateway did what was asked and answered with the record: a
+		// refusal's code would say it did not.
+		fmt.Fprintf(stderr, "warning: %v\n  the gateway answered with the record above, but its hash is not made with -secret (or -previous-secret):\n"+
+			"  check the secret; during a rotation's overlap give the new one and the previous one (docs/merchant-api.md#response-hash)\n", err)
+		return 4
+	}
 	return 0
 }
 
 // sandboxActions are the sandbox command's actions.
-var sandboxActions = map[string]string{
+var sandboxActions = map[string]client.SandboxAction{
 	"approve": client.SandboxApprove, "reject": client.SandboxRejectDeposit, "expire": client.SandboxExpire,
 	"process": client.SandboxProcess, "pay": client.SandboxPay, "reject-withdrawal": client.SandboxRejectWithdrawal,
 }
 
-// failed prints a call's failure: a refusal with its code, message, field
-// and requestId (1), or an unknown outcome, with what to do (3).
-func failed(stderr io.Writer, err error) int {
+// failed prints a call's failure: a refusal with its code, message,
+// field, documentation and requestId (1), or no answer, with what to do
+// about it (3).
+func failed(stderr io.Writer, err error, advice string) int {
 	var e *client.Error
 	if errors.As(err, &e) {
 		fmt.Fprintf(stderr, "error: %d %s: %s\n", e.Status, e.Code, e.Message)
@@ -213,24 +230,35 @@ func failed(stderr io.Writer, err error) int {
 			fmt.Fprintf(stderr, "  requestId: %s\n", e.RequestID)
 		}
 		if unknown {
-			return outcomeUnknown(stderr)
+			fmt.Fprintln(stderr, " ", advice)
+			return 3
 		}
 		return 1
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	var ne *client.NetworkError
 	if errors.As(err, &ne) {
-		return outcomeUnknown(stderr)
+		fmt.Fprintln(stderr, " ", advice)
+		return 3
 	}
 	return 1
 }
 
-// outcomeUnknown says what to do about a call the gateway may have
-// recorded: the same command with the same -process-id answers it, and
-// never creates a second.
-func outcomeUnknown(stderr io.Writer) int {
-	fmt.Fprintln(stderr, "  the outcome is unknown: the gateway may have recorded it; run the same command again (the same -process-id) to learn it")
-	return 3
+// noAnswer says what to do about a call the gateway did not answer (or
+// answered with something not its own): a creation may have been recorded,
+// and the same command with the same -process-id answers it without ever
+// creating a second; a sandbox action may have been done; a read changed
+// nothing.
+func noAnswer(cmd string, rest []string) string {
+	switch {
+	case cmd == "deposit" || cmd == "withdraw":
+		return "the outcome is unknown: the gateway may have recorded it; run the same command again (the same -process-id) to learn it"
+	case cmd == "sandbox" && len(rest) > 0 && rest[0] == "callback":
+		return "the outcome is unknown: the test callback may have been sent; asking again sends another"
+	case cmd == "sandbox":
+		return "the outcome is unknown: the gateway may have moved the transaction; merchant status <transactionId> tells (the same action again is refused once it is done)"
+	}
+	return "the gateway did not answer; this command changes nothing: run it again"
 }
 
 // sign prints the sign header of its argument (or of standard input for

@@ -432,3 +432,95 @@ func TestMerchantCLI_listenRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestMerchantCLI_secretRotation: through a rotation's overlap the CLI
+// with the old secret creates and looks up as before; with the new secret
+// and -previous-secret too. An answer whose hash matches neither prints
+// the record and exits 4, never as a refusal (1).
+func TestMerchantCLI_secretRotation(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	site := g.NewSite(nil, 100_000)
+	var rotated struct {
+		Secret string `json:"secret"`
+	}
+	g.Ops("POST", "/ops/v1/sites/"+site.ID+"/secret", map[string]any{"overlapSeconds": 3600}, &rotated)
+	for name, env := range map[string]map[string]string{
+		"old":          {"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": site.Secret},
+		"new":          {"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": rotated.Secret},
+		"new and old":  {"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": rotated.Secret, "GATEWAY_PREVIOUS_SECRET": site.Secret},
+		"flag and old": {"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": site.Secret, "GATEWAY_PREVIOUS_SECRET": "unused"},
+	} {
+		pid := "rot-" + strings.ReplaceAll(name, " ", "-")
+		code, out, stderr := cli(t, env, "", "deposit", "-bank", "ZAINCASH", "-process-id", pid, "-amount", "25000",
+			"-user-id", pid, "-user-name", "ali_k", "-name", "Ali Kareem")
+		require.Equal(t, 0, code, "%s: %s", name, stderr)
+		var d client.Transaction
+		require.NoError(t, json.Unmarshal([]byte(out), &d))
+		code, _, stderr = cli(t, env, "", "status", d.TransactionID)
+		require.Equal(t, 0, code, "%s: %s", name, stderr)
+	}
+
+	// A gateway whose answer's hash is made with another secret.
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"data":{"transactionId":"s-1","bankId":"b","amount":25000,"type":"deposit","status":"pending","hash":"`+
+			client.Sign("another", []byte("s-1b25000"))+`"},"status":200,"requestId":"r1"}`)
+	}))
+	t.Cleanup(fake.Close)
+	env := map[string]string{"GATEWAY_URL": fake.URL, "GATEWAY_APP_KEY": "ak_x", "GATEWAY_SECRET": "s3cret"}
+	code, out, stderr := cli(t, env, "", "deposit", "-bank", "ZAINCASH", "-process-id", "h-1", "-amount", "25000",
+		"-user-id", "u1", "-user-name", "ali_k", "-name", "Ali Kareem")
+	assert.Equal(t, 4, code)
+	assert.Contains(t, out, `"transactionId": "s-1"`, "the record is printed")
+	assert.Contains(t, stderr, "warning: ")
+	assert.Contains(t, stderr, "-previous-secret")
+	assert.NotContains(t, stderr, "error:")
+	code, _, _ = cli(t, map[string]string{"GATEWAY_URL": fake.URL, "GATEWAY_APP_KEY": "ak_x", "GATEWAY_SECRET": "s3cret",
+		"GATEWAY_PREVIOUS_SECRET": "another"}, "", "status", "s-1")
+	assert.Equal(t, 0, code, "the previous secret's hash is taken")
+}
+
+// TestMerchantCLI_noAnswer: a gateway that does not answer gets advice
+// that fits the command: a creation is run again with the same
+// -process-id; a read changes nothing.
+func TestMerchantCLI_noAnswer(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // nothing listens there any more
+	env := map[string]string{"GATEWAY_URL": gone.URL, "GATEWAY_APP_KEY": "ak_x", "GATEWAY_SECRET": "s3cret"}
+	for _, c := range []struct {
+		name       string
+		args       []string
+		want, miss string
+	}{
+		{"balance", []string{"balance"}, "changes nothing", "-process-id"},
+		{"status", []string{"status", "s-1"}, "changes nothing", "-process-id"},
+		{"banks", []string{"banks"}, "changes nothing", "-process-id"},
+		{"deposit", []string{"deposit", "-bank", "ZAINCASH", "-process-id", "n-1", "-amount", "25000", "-user-id", "u1",
+			"-user-name", "ali_k", "-name", "Ali Kareem"}, "the same -process-id", "changes nothing"},
+		{"sandbox", []string{"sandbox", "approve", "s-1"}, "merchant status", "-process-id"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := cli(t, env, "", c.args...)
+			assert.Equal(t, 3, code, stderr)
+			assert.Contains(t, stderr, c.want)
+			assert.NotContains(t, stderr, c.miss)
+		})
+	}
+}
+
+// TestMerchantCLI_recordJSON: a record is printed with every field the
+// API answers, nulls and false included.
+func TestMerchantCLI_recordJSON(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	site := g.NewSite(nil, 0)
+	env := map[string]string{"GATEWAY_URL": g.URL, "GATEWAY_APP_KEY": site.AppKey, "GATEWAY_SECRET": site.Secret}
+	code, out, stderr := cli(t, env, "", "deposit", "-bank", "ZAINCASH", "-process-id", "j-1", "-amount", "25000",
+		"-user-id", "u1", "-user-name", "ali_k", "-name", "Ali Kareem")
+	require.Equal(t, 0, code, stderr)
+	for _, want := range []string{`"senderName": null`, `"alreadyPending": false`, `"url": null`, `"statusReason": null`} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, `"iban"`)
+}
