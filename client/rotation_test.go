@@ -185,3 +185,32 @@ func TestTransaction_JSONIsTheGateways(t *testing.T) {
 	require.NoError(t, json.Compact(&want, body.Data))
 	assert.Equal(t, want.String(), string(b), "a callback's data, previousStatus included")
 }
+
+// TestCallback_testMarked: a sandbox test callback is told apart from a
+// real one by Callback.Test, and leaves the status its type's real
+// callbacks leave, whatever the transaction's own.
+func TestCallback_testMarked(t *testing.T) {
+	g := gatewaytest.Start(t)
+	g.NewMethod("ZAINCASH", "PHONE")
+	cbURL, got := callbackEndpoint(t)
+	site := g.NewSite(map[string]any{"sandbox": true, "callbackUrl": cbURL}, 100_000)
+	c := client.New(g.URL, site.AppKey, site.Secret)
+	ctx := context.Background()
+	d, err := c.CreateDeposit(ctx, deposit("tm-1", "u1", 25000))
+	require.NoError(t, err)
+	_, err = c.Sandbox(ctx, client.SandboxRejectDeposit, d.TransactionID, nil)
+	require.NoError(t, err)
+	_, err = c.SandboxCallback(ctx, d.TransactionID, "deposit.approved")
+	require.NoError(t, err)
+	for _, want := range []struct {
+		typ  string
+		test bool
+	}{{"deposit.rejected", false}, {"deposit.approved", true}} {
+		cb := nextDelivery(t, got)
+		parsed, err := c.ParseCallback(site.WebhookSecret, cb.header, cb.body, time.Now())
+		require.NoError(t, err)
+		assert.Equal(t, want.typ, parsed.Type)
+		assert.Equal(t, want.test, parsed.Test, want.typ)
+		assert.Equal(t, client.StatusPending, parsed.Data.PreviousStatus, want.typ)
+	}
+}
