@@ -27,7 +27,7 @@ type Callback struct {
 	// Test marks a sandbox site's test callback (Client.SandboxCallback):
 	// it changes nothing, and must not be taken for the transaction's
 	// real change. Its previousStatus is the one a real callback of its
-	// type leaves (docs/callbacks.md "Sandbox test callbacks").
+	// type leaves (docs/merchant-api.md "Sandbox sites").
 	Test bool `json:"test,omitempty"`
 }
 
