@@ -353,6 +353,7 @@ func decodeAnswer(op string, res *http.Response, raw []byte, out any) error {
 		Message   string          `json:"message"`
 		Field     string          `json:"field"`
 		DocURL    string          `json:"docUrl"`
+		DocLink   string          `json:"docLink"`
 		RequestID string          `json:"requestId"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -362,7 +363,8 @@ func decodeAnswer(op string, res *http.Response, raw []byte, out any) error {
 		if env.Code == "" {
 			return unreadable(errors.New("an error without a code"))
 		}
-		e := &Error{Status: res.StatusCode, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL, RequestID: env.RequestID}
+		e := &Error{Status: res.StatusCode, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL,
+			DocLink: env.DocLink, RequestID: env.RequestID}
 		if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
 			e.RetryAfter = time.Duration(s) * time.Second
 		}
@@ -378,7 +380,9 @@ func decodeAnswer(op string, res *http.Response, raw []byte, out any) error {
 }
 
 // Error is the gateway's refusal: the HTTP status, the error code
-// (docs/errors.md), the message, the field to blame and the request's id.
+// (docs/errors.md), the message, the field to blame, where the code is
+// explained (DocURL in the repository, DocLink as a link to open) and the
+// request's id.
 // Only an answer in the gateway's envelope is an *Error; any other (a
 // proxy's error page, say) is a *NetworkError.
 type Error struct {
@@ -387,6 +391,7 @@ type Error struct {
 	Message   string
 	Field     string
 	DocURL    string
+	DocLink   string
 	RequestID string
 	// RetryAfter is the answer's Retry-After (429, 503).
 	RetryAfter time.Duration

@@ -137,6 +137,7 @@ func TestClient(t *testing.T) {
 			assert.NotEmpty(t, e.Message)
 			assert.NotEmpty(t, e.RequestID)
 			assert.Equal(t, "docs/errors.md#"+r.code, e.DocURL)
+			assert.Equal(t, g.URL+"/docs/errors#"+r.code, e.DocLink)
 			assert.ErrorIs(t, err, &client.Error{Code: r.code})
 			assert.NotErrorIs(t, err, &client.Error{Code: "something_else"})
 		})

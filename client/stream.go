@@ -199,12 +199,13 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 				// Callbacks, anything else is a break.
 				var env struct {
 					Status                                  int
-					Code, Message, Field, DocURL, RequestID string
+					Code, Message, Field, DocURL, DocLink, RequestID string
 				}
 				if json.Unmarshal([]byte(data), &env) != nil || env.Code == "" {
 					return fmt.Errorf("callback stream: the gateway ended it: %s", data)
 				}
-				return &Error{Status: env.Status, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL, RequestID: env.RequestID}
+				return &Error{Status: env.Status, Code: env.Code, Message: env.Message, Field: env.Field, DocURL: env.DocURL,
+					DocLink: env.DocLink, RequestID: env.RequestID}
 			case data == "" && id != "":
 				*after = id // the position the connection streams after
 			}

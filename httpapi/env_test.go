@@ -100,6 +100,8 @@ type stackOptions struct {
 	// message while the test holds it locked: a process whose state lags
 	// behind the stream.
 	followGate *sync.RWMutex
+	// docsURL is httpapi.Config.DocsURL.
+	docsURL string
 	// maxHeaderBytes is the HTTP server's MaxHeaderBytes (0: net/http's
 	// default), set before it starts.
 	maxHeaderBytes int
@@ -201,7 +203,8 @@ func (e *env) newStack(o stackOptions) *stack {
 	}
 	cfg := httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
 		AppVersion: "test", StoreReady: store.Ping, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow,
-		Metrics: o.metrics, MetricsHandler: o.metricsHandler, Events: store, Streams: o.streams, StreamsPerSite: o.streamsPerSite}
+		Metrics: o.metrics, MetricsHandler: o.metricsHandler, Events: store, Streams: o.streams, StreamsPerSite: o.streamsPerSite,
+		DocsURL: o.docsURL}
 	if st.Callbacks != nil {
 		// Not a nil *Dispatcher in the interface: no dispatcher, no routes.
 		cfg.Callbacks = st.Callbacks
@@ -232,6 +235,7 @@ type resp struct {
 	Message      string          `json:"message"`
 	Field        string          `json:"field"`
 	DocURL       string          `json:"docUrl"`
+	DocLink      string          `json:"docLink"`
 	ResponseTime string          `json:"responseTime"`
 	AppVersion   string          `json:"app_version"`
 	RequestID    string          `json:"requestId"`

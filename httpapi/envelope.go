@@ -20,8 +20,11 @@ type envelope struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 	Field   string `json:"field,omitempty"`
-	// DocURL is the error code's section of docs/errors.md.
+	// DocURL is the error code's section of docs/errors.md; DocLink the
+	// same as an absolute URL (docs/merchant-api.md "Response envelope").
+	// Both are set by encode for every error.
 	DocURL       string `json:"docUrl,omitempty"`
+	DocLink      string `json:"docLink,omitempty"`
 	ResponseTime string `json:"responseTime"`
 	AppVersion   string `json:"app_version"`
 	RequestID    string `json:"requestId"`
@@ -106,7 +109,7 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
 	}
-	s.write(w, r, envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field, DocURL: DocURL(ae.code)})
+	s.write(w, r, envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field})
 }
 
 func (s *Server) write(w http.ResponseWriter, r *http.Request, env envelope) {
@@ -130,14 +133,23 @@ func (s *Server) encode(r *http.Request, env envelope, b []byte) ([]byte, int) {
 	env.RequestID = ri.id
 	env.AppVersion = s.cfg.AppVersion
 	env.ResponseTime = strconv.FormatInt(time.Since(ri.start).Milliseconds(), 10) + "ms"
+	s.documented(&env)
 	out, err := env.appendJSON(b)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "encode response", "err", err)
 		env = envelope{Status: http.StatusInternalServerError, Code: "internal", Message: "the response could not be encoded",
-			DocURL: DocURL("internal"), ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
+			ResponseTime: env.ResponseTime, AppVersion: env.AppVersion, RequestID: env.RequestID}
+		s.documented(&env)
 		out, _ = env.appendJSON(b[:0])
 	}
 	return out, env.Status
+}
+
+// documented links an error's code to its documentation.
+func (s *Server) documented(env *envelope) {
+	if env.Code != "" {
+		env.DocURL, env.DocLink = DocURL(env.Code), s.cfg.DocsURL+"/errors#"+env.Code
+	}
 }
 
 // bodyPool holds response buffers: the writer copies what it is given, so
@@ -165,7 +177,7 @@ func (env envelope) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(env.Status), 10)
-	for _, f := range [...]struct{ key, v string }{{"code", env.Code}, {"message", env.Message}, {"field", env.Field}, {"docUrl", env.DocURL}} {
+	for _, f := range [...]struct{ key, v string }{{"code", env.Code}, {"message", env.Message}, {"field", env.Field}, {"docUrl", env.DocURL}, {"docLink", env.DocLink}} {
 		if f.v != "" {
 			b = append(b, ',', '"')
 			b = append(b, f.key...)

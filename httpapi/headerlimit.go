@@ -56,8 +56,7 @@ func (s *Server) limitHeaders(next http.Handler) http.Handler {
 			s.hostedError(w, r, http.StatusRequestHeaderFieldsTooLarge)
 			return
 		}
-		s.write(w, r, envelope{Status: errHeadersTooLarge.status, Code: errHeadersTooLarge.code,
-			Message: errHeadersTooLarge.message, DocURL: DocURL(errHeadersTooLarge.code)})
+		s.write(w, r, envelope{Status: errHeadersTooLarge.status, Code: errHeadersTooLarge.code, Message: errHeadersTooLarge.message})
 	})
 }
 

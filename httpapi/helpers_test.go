@@ -69,6 +69,7 @@ func requireErr(t testing.TB, r resp, status int, code, field string) {
 	require.Equal(t, field, r.Field, "field; body: %s", r.Raw)
 	require.NotEmpty(t, r.Message, "message: %s", r.Raw)
 	require.Equal(t, "docs/errors.md#"+code, r.DocURL, "docUrl: %s", r.Raw)
+	require.Regexp(t, `^http://127\.0\.0\.1:[0-9]+/docs/errors#`+code+`$`, r.DocLink, "docLink: %s", r.Raw)
 	var keys map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(r.Raw, &keys))
 	require.Equal(t, "null", string(keys["data"]), "data must be null on errors: %s", r.Raw)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/iqdgateway/gateway/callbacks"
+	"github.com/iqdgateway/gateway/docs"
 	"github.com/iqdgateway/gateway/ids"
 	"github.com/iqdgateway/gateway/ledger"
 	"github.com/iqdgateway/gateway/records"
@@ -59,6 +60,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics measures every request (nil: nothing is measured).
 	Metrics Metrics
+	// DocsURL is the base of the documentation links in error answers
+	// (docLink): where the pages of docs/ are served. Empty: this
+	// gateway's own /docs under the Reader's public URL.
+	DocsURL string
 	// MetricsHandler, when set, serves GET /metrics without operator
 	// authentication: keep it off the internet (docs/metrics.md "Keeping
 	// /metrics internal").
@@ -72,6 +77,7 @@ type Server struct {
 	limiter *limiter
 	streams streamSlots
 	router  chi.Router
+	docs    docs.Pages
 	// adminHash is the SHA-256 of the bootstrap admin token.
 	adminHash [32]byte
 	// merchantPaths has the merchant endpoints, to tell an unknown path
@@ -124,6 +130,10 @@ func New(cfg Config) *Server {
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
 	}
+	if cfg.DocsURL == "" && cfg.Reader != nil {
+		cfg.DocsURL = cfg.Reader.PublicURL() + "/docs"
+	}
+	cfg.DocsURL = strings.TrimRight(cfg.DocsURL, "/")
 	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now),
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), streams: streamSlots{bySite: map[ids.SiteID]int{}}}
 	s.merchantPaths = chi.NewRouter()
@@ -162,6 +172,8 @@ func New(cfg Config) *Server {
 	r.Get("/pay/{txId}", s.hostedPage)
 	r.Get("/pay/{txId}/status", s.hostedStatus)
 	r.Route("/console", s.consoleRoutes)
+	r.Get("/docs", s.docsPage)
+	r.Get("/docs/{page}", s.docsPage)
 	s.router = r
 	return s
 }

@@ -200,7 +200,7 @@ func (s *Server) streamEnd(r *http.Request, err error) []byte {
 		lvl = slog.LevelWarn
 	}
 	s.log.Log(r.Context(), lvl, "callback stream ended", "site", info(r).siteID, "status", ae.status, "code", ae.code, "err", err)
-	b, _ := s.encode(r, envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field, DocURL: DocURL(ae.code)}, nil)
+	b, _ := s.encode(r, envelope{Status: ae.status, Code: ae.code, Message: ae.message, Field: ae.field}, nil)
 	return fmt.Appendf(nil, "event: error\ndata: %s\n\n", b)
 }
 

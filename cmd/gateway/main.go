@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -62,6 +63,7 @@ type options struct {
 	// adminTokenEnv: the token came from GATEWAY_ADMIN_TOKEN.
 	adminTokenEnv  bool
 	publicURL      string
+	docsURL        string
 	trustedProxies string
 	cb             callbackOptions
 	callbacks      bool
@@ -99,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.adminToken, "admin-token", "", "operator bearer token, at least 32 characters; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
 	fs.StringVar(&o.adminTokenFile, "admin-token-file", env("GATEWAY_ADMIN_TOKEN_FILE", ""), "file holding the operator bearer token, instead of --admin-token [GATEWAY_ADMIN_TOKEN_FILE]")
 	fs.StringVar(&o.publicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "base of hosted page URLs (default http:// + listen address) [GATEWAY_PUBLIC_URL]")
+	fs.StringVar(&o.docsURL, "docs-url", env("GATEWAY_DOCS_URL", ""), "base of the documentation links in error answers (docLink), e.g. https://docs.example/gateway;\ndefault: this gateway's own /docs under --public-url [GATEWAY_DOCS_URL]")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", env("GATEWAY_TRUSTED_PROXIES", ""), "comma-separated CIDRs whose X-Forwarded-For is believed [GATEWAY_TRUSTED_PROXIES]")
 	fs.BoolVar(&o.callbacks, "callbacks", envBool("GATEWAY_CALLBACKS", true), "deliver callbacks from this process; false when a separate 'gateway callbacks' process delivers them [GATEWAY_CALLBACKS]")
 	o.cb.register(fs)
@@ -121,6 +124,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.sync != "always" && o.sync != "interval" {
 		return o, fmt.Errorf("--sync must be always or interval, not %q", o.sync)
+	}
+	if o.docsURL != "" {
+		if u, err := url.Parse(o.docsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return o, fmt.Errorf("--docs-url must be an absolute http or https URL without a query or fragment, not %q", o.docsURL)
+		}
 	}
 	if batchEnvErr != nil {
 		return o, fmt.Errorf("GATEWAY_BATCH_MIN must be a whole number, not %q", os.Getenv("GATEWAY_BATCH_MIN"))
@@ -342,7 +350,8 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	defer disp.Close()
 	handler.set(httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
-		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Events: store, Logger: log, Metrics: m, MetricsHandler: m.Handler()}))
+		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Events: store, Logger: log, Metrics: m, MetricsHandler: m.Handler(),
+		DocsURL: o.docsURL}))
 	defer serveDebug(o.debugListen, log)()
 	setMemoryLimit(o.memoryLimit)
 	// Deposits expire at their expiresAt; the first sweep, once the state

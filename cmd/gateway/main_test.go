@@ -82,6 +82,13 @@ func TestParseFlags(t *testing.T) {
 		{name: "demo allows private callbacks", args: []string{"--demo"},
 			check: func(t *testing.T, o options) { assert.True(t, o.cb.allowPrivate) }},
 		{name: "bad sync", args: []string{"--sync", "sometimes"}, wantErr: "--sync"},
+		{name: "docs url", args: []string{"--docs-url", "https://docs.example/gateway"},
+			check: func(t *testing.T, o options) { assert.Equal(t, "https://docs.example/gateway", o.docsURL) }},
+		{name: "docs url by env", env: map[string]string{"GATEWAY_DOCS_URL": "http://10.0.0.5/docs"},
+			check: func(t *testing.T, o options) { assert.Equal(t, "http://10.0.0.5/docs", o.docsURL) }},
+		{name: "docs url not absolute", args: []string{"--docs-url", "/docs"}, wantErr: "--docs-url must be an absolute http or https URL"},
+		{name: "docs url with a fragment", args: []string{"--docs-url", "https://d.example/x#errors"}, wantErr: "--docs-url"},
+		{name: "docs url of another scheme", args: []string{"--docs-url", "javascript:alert(1)"}, wantErr: "--docs-url"},
 		{name: "memory limit", args: []string{"--admin-token", testToken, "--memory-limit", "450MiB"},
 			check: func(t *testing.T, o options) { assert.Equal(t, "450MiB", o.memoryLimit) }},
 		{name: "memory limit from env", env: map[string]string{"GATEWAY_MEMORY_LIMIT": "2GiB"}, args: []string{"--admin-token", testToken},
@@ -178,7 +185,7 @@ var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEW
 	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
 	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
 	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL", "GATEWAY_BATCH_MIN",
-	"GATEWAY_MEMORY_LIMIT"}
+	"GATEWAY_MEMORY_LIMIT", "GATEWAY_DOCS_URL"}
 
 // newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
 // writes it.

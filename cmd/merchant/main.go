@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -223,8 +224,8 @@ func failed(stderr io.Writer, err error, advice string) int {
 		if e.Field != "" {
 			fmt.Fprintf(stderr, "  field:     %s\n", e.Field)
 		}
-		if e.DocURL != "" {
-			fmt.Fprintf(stderr, "  see:       %s\n", e.DocURL)
+		if see := cmp.Or(e.DocLink, e.DocURL); see != "" {
+			fmt.Fprintf(stderr, "  see:       %s\n", see)
 		}
 		if e.RequestID != "" {
 			fmt.Fprintf(stderr, "  requestId: %s\n", e.RequestID)

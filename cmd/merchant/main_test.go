@@ -78,7 +78,7 @@ func TestMerchantCLI(t *testing.T) {
 	assert.Contains(t, stderr, "error: 401 invalid_signature")
 	assert.Contains(t, stderr, "field:     sign")
 	assert.Contains(t, stderr, "requestId: ")
-	assert.Contains(t, stderr, "see:       docs/errors.md#invalid_signature")
+	assert.Regexp(t, `see: +http://127\.0\.0\.1:[0-9]+/docs/errors#invalid_signature\n`, stderr, "an absolute link to open")
 
 	code, _, stderr = cli(t, env, "", "deposit", "-bank", "NOPE", "-process-id", "m-2", "-amount", "25000",
 		"-user-id", "u3", "-user-name", "x", "-name", "X")
