@@ -198,7 +198,7 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 				// refused for the same reason gets: a refusal ends
 				// Callbacks, anything else is a break.
 				var env struct {
-					Status                                  int
+					Status                                           int
 					Code, Message, Field, DocURL, DocLink, RequestID string
 				}
 				if json.Unmarshal([]byte(data), &env) != nil || env.Code == "" {
