@@ -343,7 +343,11 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	defer disp.Close()
 	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
 		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Events: store, Logger: log, Metrics: m, MetricsHandler: m.Handler()})
-	handler.set(api)
+	if o.demo {
+		handler.set(withDemoReceiver(api, &demoReceiver{site: led.SiteConfig, log: log, now: time.Now}))
+	} else {
+		handler.set(api)
+	}
 	// Callback streams last as long as their clients: the stop ends them,
 	// once the listener is closed, so that Shutdown has only requests to
 	// wait for and each follower reconnects to another process.
@@ -378,7 +382,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		err := led.WaitReady(rctx)
 		if err == nil {
-			err = setupDemo(rctx, led, reader, stdout, "http://"+ln.Addr().String(), tokenShell(o, token))
+			err = setupDemo(rctx, led, reader, stdout, "http://"+ln.Addr().String(), tokenShell(o, token), demoCallbackURL(ln.Addr()))
 		}
 		cancel()
 		if err != nil {
