@@ -34,7 +34,11 @@ type StreamEvent struct {
 // The gateway ends a stream whose credentials it no longer accepts (a
 // secret rotated without overlap, an IP allowlist that no longer admits
 // the caller) with its refusal, which Callbacks returns as an *Error.
-// Before reconnecting it pauses: the first pause of WithRetries (at least
+// A gateway process that stops ends its streams with a reconnection time
+// (an SSE retry:): Callbacks tells onError ErrGatewayStopping and
+// reconnects after that time (at least 100 ms), from where it was, which
+// a load balancer sends to another process. Otherwise, before
+// reconnecting it pauses: the first pause of WithRetries (at least
 // 100 ms), doubled after each connection that failed (up to 10 s), or the
 // gateway's Retry-After when longer (a full site or process), and back to
 // the first after a connection that served: one that delivered a callback
@@ -81,6 +85,17 @@ func (c *Client) Callbacks(ctx context.Context, after string, fn func(StreamEven
 		}
 		if onError != nil {
 			onError(err)
+		}
+		var stop *stoppingError
+		if errors.As(err, &stop) {
+			// The gateway served the stream and ended it on purpose: the
+			// reconnection is not an outage's, and it takes the time the
+			// gateway asked for rather than a growing pause.
+			pause = first
+			if err := c.wait(ctx, max(stop.retry, minStreamPause)); err != nil {
+				return err
+			}
+			continue
 		}
 		wait := pause
 		if e != nil && e.RetryAfter > wait {
@@ -131,6 +146,21 @@ func OnConnect(fn func(position string)) StreamOption {
 	return func(o *streamOptions) { o.onConnect = fn }
 }
 
+// ErrGatewayStopping is what Callbacks tells onError when the gateway
+// process ended the stream because it is stopping (docs/callbacks.md
+// "When a gateway stops"); Callbacks reconnects.
+var ErrGatewayStopping = errors.New("the gateway ended the callback stream: it is stopping")
+
+// stoppingError is a stream the gateway ended with a reconnection time
+// (retry, the SSE field) and nothing after it.
+type stoppingError struct{ retry time.Duration }
+
+func (e *stoppingError) Error() string {
+	return fmt.Sprintf("%v (it asked for a reconnection after %s)", ErrGatewayStopping, e.retry)
+}
+
+func (e *stoppingError) Unwrap() error { return ErrGatewayStopping }
+
 // callbackError is fn's own failure, which ends Callbacks.
 type callbackError struct{ err error }
 
@@ -170,8 +200,12 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
 	var event, data, id string
 	first := true
+	// retry is the reconnection time the gateway gave (-1: none); atEnd
+	// says no event is half read.
+	retry, atEnd := time.Duration(-1), true
 	for sc.Scan() {
 		line := sc.Text()
+		atEnd = line == ""
 		if line == "" {
 			// An event is complete (the SSE format, as the gateway
 			// writes it: "field: value" lines, then a blank one).
@@ -225,10 +259,20 @@ func (c *Client) stream(ctx context.Context, after *string, fn func(StreamEvent)
 			data += value
 		case "id":
 			id = value
+		case "retry":
+			// SSE: the reconnection time, in milliseconds, digits only.
+			if ms, err := strconv.ParseUint(value, 10, 31); err == nil {
+				retry = time.Duration(ms) * time.Millisecond
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return &NetworkError{Op: "GET " + path, Err: err}
+	}
+	if retry >= 0 && atEnd {
+		// Ended whole after telling when to come back: a gateway that
+		// stops (docs/callbacks.md "When a gateway stops").
+		return &stoppingError{retry: retry}
 	}
 	return &NetworkError{Op: "GET " + path, Err: io.ErrUnexpectedEOF}
 }

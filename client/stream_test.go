@@ -308,3 +308,55 @@ func TestClient_callbacksResumeFromTheSSEID(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A gateway that stops ends the stream with a comment and a reconnection
+// time (docs/callbacks.md "When a gateway stops"): Callbacks tells onError
+// ErrGatewayStopping, waits that time (at least 100 ms) rather than its
+// own pause, and reconnects after the last callback it received.
+func TestClient_callbacksReconnectWhenTheGatewayStops(t *testing.T) {
+	for _, tc := range []struct {
+		name, retry string
+		want        time.Duration
+	}{
+		{"the time asked", "300", 300 * time.Millisecond},
+		{"at least 100 ms", "0", 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			afters := make(chan string)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				offer(ctx, afters, r.URL.Query().Get("after"))
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "id: 7-65536\n\n")
+				fmt.Fprint(w, "id: 8-0\nevent: callback\ndata: {\"id\":\"8-0\",\"type\":\"deposit.approved\"}\n\n")
+				fmt.Fprint(w, ": the gateway is stopping; connect again\nretry: "+tc.retry+"\n\n")
+			}))
+			t.Cleanup(srv.Close)
+			c := client.New(srv.URL, "k", "s", client.WithRetries(4, 2*time.Second))
+			pauses := make(chan time.Duration)
+			client.ObservePauses(c, func(d time.Duration) { offer(ctx, pauses, d) })
+			errs, got := make(chan error), make(chan string)
+			done := make(chan error, 1)
+			go func() {
+				done <- c.Callbacks(ctx, "", func(ev client.StreamEvent) error { offer(ctx, got, ev.ID); return nil },
+					func(err error) { offer(ctx, errs, err) })
+			}()
+			assert.Equal(t, "", receive(t, afters, "first connection"))
+			assert.Equal(t, "8-0", receive(t, got, "the callback"))
+			assert.ErrorIs(t, receive(t, errs, "the break told"), client.ErrGatewayStopping)
+			assert.Equal(t, tc.want, receive(t, pauses, "pause"), "the gateway's reconnection time, not the 2 s pause")
+			assert.Equal(t, "8-0", receive(t, afters, "reconnection"), "after the callback it received")
+			cancel()
+			<-done
+		})
+	}
+}
+
+// offer sends v on ch unless ctx ends first.
+func offer[T any](ctx context.Context, ch chan<- T, v T) {
+	select {
+	case ch <- v:
+	case <-ctx.Done():
+	}
+}

@@ -50,6 +50,8 @@ type stack struct {
 	// Callbacks is the stack's callback dispatcher (nil unless
 	// stackOptions.dispatcher is set).
 	Callbacks *callbacks.Dispatcher
+	// API is the stack's server.
+	API *httpapi.Server
 }
 
 // env is an embedded JetStream server in a temp dir, and the log every
@@ -211,6 +213,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	}
 	api := httpapi.New(cfg)
 	srv.Config.Handler = api
+	st.API = api
 	t.Cleanup(func() {
 		srv.Close()
 		// The dispatcher stops before the ledger it reads closes.

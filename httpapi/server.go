@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -83,6 +84,9 @@ type Server struct {
 	// merchantPaths has the merchant endpoints, to tell an unknown path
 	// before any credentials are checked.
 	merchantPaths *chi.Mux
+	// stopping is closed by StopStreams: the process is stopping.
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // MaxBody is the largest merchant or operator request body (docs/merchant-api.md "Order of checks").
@@ -135,7 +139,8 @@ func New(cfg Config) *Server {
 	}
 	cfg.DocsURL = strings.TrimRight(cfg.DocsURL, "/")
 	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now),
-		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), streams: streamSlots{bySite: map[ids.SiteID]int{}}}
+		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), streams: streamSlots{bySite: map[ids.SiteID]int{}},
+		stopping: make(chan struct{})}
 	s.merchantPaths = chi.NewRouter()
 	s.merchantEndpoints(s.merchantPaths)
 	r := chi.NewRouter()

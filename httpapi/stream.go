@@ -180,6 +180,13 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 			if write([]byte(": alive\n\n")) != nil {
 				return
 			}
+		case <-s.stopping:
+			// Every callback written is whole, and the client resumes
+			// after the last: a reconnection, which the closed listener
+			// sends to another process, misses nothing.
+			s.log.DebugContext(ctx, "callback stream ended: the gateway is stopping", "site", site)
+			_ = write(streamStopEnd)
+			return
 		case err := <-errc:
 			if err != nil && ctx.Err() == nil {
 				_ = write(s.streamEnd(r, err))
@@ -189,6 +196,32 @@ func (s *Server) callbackStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// streamStopRetry is the reconnection time a stream ended by a stop asks
+// for: long enough for a load balancer to see the listener closed, short
+// enough that callbacks keep flowing through another process.
+const streamStopRetry = 500 * time.Millisecond
+
+// streamStopEnd ends a stream because the process stops: a comment for
+// whoever reads the stream, and the SSE reconnection time, which an SSE
+// client (an EventSource, the Go client) takes as the pause before it
+// connects again, after the last id it received (docs/callbacks.md
+// "When a gateway stops"). Not an event: there is nothing to deliver.
+var streamStopEnd = fmt.Appendf(nil, ": the gateway is stopping; connect again\nretry: %d\n\n", streamStopRetry.Milliseconds())
+
+// StopStreams ends every open callback stream, and any opened after, with
+// streamStopEnd. A stream lasts as long as its client, so a graceful
+// shutdown that waits for requests to finish would otherwise wait out its
+// deadline; call it as the stop begins, once the listener no longer
+// accepts (http.Server.RegisterOnShutdown).
+func (s *Server) StopStreams() { s.stopOnce.Do(func() { close(s.stopping) }) }
+
+// OpenStreams is how many callback streams this process serves now.
+func (s *Server) OpenStreams() int {
+	s.streams.mu.Lock()
+	defer s.streams.mu.Unlock()
+	return s.streams.total
 }
 
 // streamEnd is the event that ends a stream on err: the error envelope a

@@ -21,9 +21,10 @@ import (
 	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
-// sseEvent is one event of a server-sent event stream (comments are not
-// events).
-type sseEvent struct{ ID, Event, Data string }
+// sseEvent is one event of a server-sent event stream: its fields, and
+// the comment it carries (a block of comments alone, such as a heartbeat,
+// is not one).
+type sseEvent struct{ ID, Event, Data, Retry, Comment string }
 
 // sseStream is an open GET /v1/callbacks/stream.
 type sseStream struct {
@@ -96,7 +97,7 @@ func (s *stack) tryStreamAsIs(t testing.TB, st site, query string, hdr map[strin
 		for sc.Scan() {
 			line := sc.Text()
 			if line == "" {
-				if ev != (sseEvent{}) {
+				if ev.ID != "" || ev.Event != "" || ev.Data != "" || ev.Retry != "" {
 					ss.events <- ev
 				}
 				ev = sseEvent{}
@@ -105,12 +106,16 @@ func (s *stack) tryStreamAsIs(t testing.TB, st site, query string, hdr map[strin
 			name, value, _ := strings.Cut(line, ":")
 			value = strings.TrimPrefix(value, " ")
 			switch name {
+			case "":
+				ev.Comment += value
 			case "id":
 				ev.ID = value
 			case "event":
 				ev.Event = value
 			case "data":
 				ev.Data += value
+			case "retry":
+				ev.Retry = value
 			}
 		}
 	}()
@@ -315,6 +320,45 @@ func TestCallbackStream_endsWhenItsCredentialsAreRefused(t *testing.T) {
 		require.NoError(t, err)
 		requireStreamEnd(t, ss, 503, "unavailable", "")
 	})
+}
+
+// TestCallbackStream_endsWhenTheGatewayStops: a graceful stop
+// (http.Server.Shutdown, with StopStreams registered as the gateway does)
+// ends an open stream at once with a comment and a retry:, no event, and
+// returns well before its deadline instead of waiting for the stream's
+// client. Another process on the same store, resumed after the last id the
+// stream sent, streams what was stored since, missing nothing.
+func TestCallbackStream_endsWhenTheGatewayStops(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	other := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	ss := s.openStream(t, st, "", nil)
+	ss.next()
+	tx := s.approvedDeposit(t, st)
+	last := ss.next()
+	require.Equal(t, s.eventID(t, st.ID, "deposit.approved.v1", tx), last.ID)
+
+	s.srv.Config.RegisterOnShutdown(s.API.StopStreams)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*testkit.WaitFor)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.srv.Config.Shutdown(ctx) }()
+	assert.Equal(t, sseEvent{Comment: "the gateway is stopping; connect again", Retry: "500"}, ss.next(),
+		"the stream's end: a comment and the reconnection time")
+	ss.ended()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err, "Shutdown waited out its deadline")
+	case <-time.After(testkit.WaitFor):
+		t.Fatal("Shutdown did not return once the stream ended")
+	}
+
+	missed := other.approvedDeposit(t, st)
+	rs := other.openStream(t, st, "after="+last.ID, nil)
+	assert.Equal(t, sseEvent{ID: last.ID}, rs.next())
+	assert.Equal(t, other.eventID(t, st.ID, "deposit.approved.v1", missed), rs.next().ID, "the callback stored between the two")
 }
 
 // TestCallbackStream_bounded: a site has at most DefaultStreamsPerSite

@@ -29,11 +29,6 @@ const (
 	sandboxSiteID = "sandbox"
 )
 
-// sandboxCallbackURL is where the demo sandbox site's callbacks go until
-// the merchant follows them with `merchant listen`: nowhere (the discard
-// port), so they wait in the delivery log.
-const sandboxCallbackURL = "http://127.0.0.1:9/callbacks"
-
 // demoBanks are the common Iraqi methods, with made-up recipient accounts.
 var demoBanks = []aggregates.CreateBank{
 	{Code: "ZAINCASH", Name: events.LocalizedName{En: "ZainCash", Ar: "زين كاش", Ku: "زەین کاش"}, IdentifierKind: "PHONE",
@@ -56,12 +51,13 @@ var demoBanks = []aggregates.CreateBank{
 		Accounts: []events.Account{{AccountName: "Demo Store LLC", AccountNumber: "IQ56NBIQ123456789012345"}}},
 }
 
-// setupDemo creates the demo methods and site when missing and prints the
-// site's keys, a signed request to try, and the shell variables the
-// README's examples use (token is the shell expression of the operator
-// token, "" when it cannot be given without printing a secret the
-// operator typed).
-func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, out io.Writer, base, token string) error {
+// setupDemo creates the demo methods and sites when missing, points the
+// sites' callbacks at cbURL (the gateway's demo receiver, demohooks.go)
+// and prints the sites' keys, where their callbacks go, a signed request
+// to try, and the shell variables the README's examples use (token is the
+// shell expression of the operator token, "" when it cannot be given
+// without printing a secret the operator typed).
+func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, out io.Writer, base, token, cbURL string) error {
 	for _, b := range demoBanks {
 		if _, ok := led.Catalog().Resolve(b.Code); ok {
 			continue
@@ -75,10 +71,11 @@ func setupDemo(ctx context.Context, led *ledger.Ledger, reader *records.Reader, 
 		}
 	}
 	name, limit, hosted := "Demo Store", int64(-1_000_000), true
-	if err := demoSite(ctx, led, demoSiteID, aggregates.SiteSettings{Name: &name, NegativeLimit: &limit, HostedPage: &hosted}); err != nil {
+	if err := demoSite(ctx, led, demoSiteID, aggregates.SiteSettings{Name: &name, NegativeLimit: &limit, HostedPage: &hosted,
+		CallbackURL: &cbURL}); err != nil {
 		return err
 	}
-	sbName, sandbox, cbURL := "Demo Sandbox", true, sandboxCallbackURL
+	sbName, sandbox := "Demo Sandbox", true
 	if err := demoSite(ctx, led, sandboxSiteID, aggregates.SiteSettings{Name: &sbName, NegativeLimit: &limit, HostedPage: &hosted,
 		Sandbox: &sandbox, CallbackURL: &cbURL}); err != nil {
 		return err
@@ -102,27 +99,31 @@ Demo site %q (id %s), treasury %d IQD
   appKey         %s
   secret         %s
   webhookSecret  %s
+  callbackUrl    %s
 Methods: ZAINCASH, FASTPAY, ASIAHAWALA (PHONE), QICARD (CARD_NO), RAFIDAIN (ACCOUNT_NO), NBI (IBAN)
 
-Try a signed deposit:
+Try a signed deposit, then approve it in the console (%s/console):
   curl -s -X POST %s/v1/transactions/deposit \
     -H 'Content-Type: application/x-www-form-urlencoded' \
     -H 'appKey: %s' \
     -H 'sign: %s' \
     --data '%s'
 
-`, cfg.Name, demoSiteID, bal.Balance, cfg.AppKey, cfg.Secret, cfg.WebhookSecret, base, cfg.AppKey, sign, body)
+`, cfg.Name, demoSiteID, bal.Balance, cfg.AppKey, cfg.Secret, cfg.WebhookSecret, describeCallbackURL(cfg.CallbackURL),
+		base, base, cfg.AppKey, sign, body)
 	fmt.Fprintf(out, `Sandbox site %q (id %s): its merchant moves its own transactions, no operator needed
   appKey         %s
   secret         %s
   webhookSecret  %s
-Try the whole flow with the merchant CLI (callbacks reach your laptop through listen):
+  callbackUrl    %s
+Try the whole flow with the merchant CLI; the approval's callback shows in this gateway's log:
   export GATEWAY_URL=%s GATEWAY_APP_KEY=%s GATEWAY_SECRET=%s
-  go run ./cmd/merchant listen -forward-to http://localhost:3000/callbacks &
   TRY=$(go run ./cmd/merchant deposit -bank ZAINCASH -process-id "try-$(date +%%s)" -amount 25000 -user-id u-1 -user-name ali_k -name 'Ali Kareem' | jq -r .transactionId)
   go run ./cmd/merchant sandbox approve -amount 24000 "$TRY"
+To have the callbacks posted to your own endpoint as well, follow them (runs until stopped):
+  go run ./cmd/merchant listen -forward-to http://localhost:3000/callbacks
 
-`, sb.Name, sandboxSiteID, sb.AppKey, sb.Secret, sb.WebhookSecret, base, sb.AppKey, sb.Secret)
+`, sb.Name, sandboxSiteID, sb.AppKey, sb.Secret, sb.WebhookSecret, describeCallbackURL(sb.CallbackURL), base, sb.AppKey, sb.Secret)
 	vars := []string{"G=" + shellQuote(base)}
 	if token != "" {
 		vars = append(vars, "TOKEN="+token)
@@ -163,15 +164,22 @@ func shellQuote(s string) string {
 }
 
 // demoSite creates a demo site with settings and a treasury of 10,000,000
-// IQD when it is missing.
+// IQD when it is missing. The callbackUrl of a site that exists is set to
+// settings' when it is one --demo set before (demoOwnsCallbackURL): the
+// discard port of earlier versions, or the receiver of another --http.
 func demoSite(ctx context.Context, led *ledger.Ledger, id string, st aggregates.SiteSettings) error {
-	if _, ok := led.SiteConfig(ids.SiteID(id)); !ok {
+	if cfg, ok := led.SiteConfig(ids.SiteID(id)); !ok {
 		appKey, secret, webhookSecret := httpapi.NewSiteSecrets()
 		_, err := led.Execute(ctx, ids.SiteID(id), aggregates.CreateSite{AppKey: appKey, Secret: secret,
 			WebhookSecret: webhookSecret, Settings: st}, events.ActorSystem)
 		// ErrSiteExists: another process created it meanwhile.
 		if err != nil && !errors.Is(err, aggregates.ErrSiteExists) {
 			return fmt.Errorf("demo site %s: %w", id, err)
+		}
+	} else if st.CallbackURL != nil && cfg.CallbackURL != *st.CallbackURL && demoOwnsCallbackURL(cfg.CallbackURL) {
+		if _, err := led.Execute(ctx, ids.SiteID(id), aggregates.UpdateSite{Settings: aggregates.SiteSettings{CallbackURL: st.CallbackURL}},
+			events.ActorSystem); err != nil {
+			return fmt.Errorf("demo site %s callbackUrl: %w", id, err)
 		}
 	}
 	// Asked on every start while the site is untouched, and keyed: a

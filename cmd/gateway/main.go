@@ -349,9 +349,18 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		return err
 	}
 	defer disp.Close()
-	handler.set(httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
+	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
 		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Events: store, Logger: log, Metrics: m, MetricsHandler: m.Handler(),
-		DocsURL: o.docsURL}))
+		DocsURL: o.docsURL})
+	if o.demo {
+		handler.set(withDemoReceiver(api, &demoReceiver{site: led.SiteConfig, log: log, now: time.Now}))
+	} else {
+		handler.set(api)
+	}
+	// Callback streams last as long as their clients: the stop ends them,
+	// once the listener is closed, so that Shutdown has only requests to
+	// wait for and each follower reconnects to another process.
+	srv.RegisterOnShutdown(api.StopStreams)
 	defer serveDebug(o.debugListen, log)()
 	setMemoryLimit(o.memoryLimit)
 	// Deposits expire at their expiresAt; the first sweep, once the state
@@ -382,7 +391,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		err := led.WaitReady(rctx)
 		if err == nil {
-			err = setupDemo(rctx, led, reader, stdout, "http://"+ln.Addr().String(), tokenShell(o, token))
+			err = setupDemo(rctx, led, reader, stdout, "http://"+ln.Addr().String(), tokenShell(o, token), demoCallbackURL(ln.Addr()))
 		}
 		cancel()
 		if err != nil {
@@ -398,7 +407,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining in-flight requests")
+	log.Info("shutting down: draining in-flight requests, ending callback streams", "callbackStreams", api.OpenStreams())
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

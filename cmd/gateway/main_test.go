@@ -711,11 +711,16 @@ func TestDemoIsIdempotent(t *testing.T) {
 		var banks struct{ Items []map[string]any }
 		opsCall(t, "http://"+addr, "GET", "/ops/v1/banks", nil, &banks)
 		assert.Len(t, banks.Items, 6)
-		// The sandbox site, its callbacks waiting for `merchant listen`.
-		var sb map[string]any
+		// Both sites call back to this gateway's demo receiver, at this
+		// start's address (the second start listens on another port).
+		receiver := "http://" + addr + "/demo/callbacks"
+		var sb, live map[string]any
 		opsCall(t, "http://"+addr, "GET", "/ops/v1/sites/sandbox", nil, &sb)
 		assert.Equal(t, true, sb["sandbox"])
-		assert.Equal(t, "http://127.0.0.1:9/callbacks", sb["callbackUrl"])
+		assert.Equal(t, receiver, sb["callbackUrl"])
+		opsCall(t, "http://"+addr, "GET", "/ops/v1/sites/demo", nil, &live)
+		assert.Equal(t, receiver, live["callbackUrl"])
+		assert.Contains(t, text, "  callbackUrl    "+receiver+" (this gateway: each callback verified and logged as \"demo callback received\")")
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, cmd.Wait())
 	}
