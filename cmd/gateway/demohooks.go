@@ -117,7 +117,7 @@ func (d *demoReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.InfoContext(r.Context(), "demo callback received", "site", site, "type", cb.Type, "webhookId", r.Header.Get("webhook-id"),
-		"transactionId", cb.Data.TransactionID, "status", cb.Data.Status, "amount", cb.Data.Amount)
+		"transactionId", cb.Data.TransactionID, "status", cb.Data.Status, "amount", cb.Data.Amount, "test", cb.Test)
 	w.WriteHeader(http.StatusNoContent)
 }
 
