@@ -216,13 +216,12 @@ func signerOf(r *http.Request) string {
 // answerFor returns rec as the answer to r: hashed with the secret r was
 // signed with. During a rotation's overlap a merchant still holding the
 // previous secret can verify the answers to what it signs with it, as it
-// could before the rotation (docs/merchant-api.md "Response hash"). The
-// record was hashed with the secret current when it was read, which a
-// rotation since the call was let in may have changed: the hash is made
-// again whichever secret signed.
+// could before the rotation (docs/merchant-api.md "Response hash"); and a
+// rotation between the call's check and the record's read does not
+// change the secret of its answer.
 func answerFor(r *http.Request, rec records.Record) records.Record {
 	if signer := signerOf(r); signer != "" {
-		rec.Hash = records.ResponseHash(signer, rec.TransactionID, rec.BankID, rec.Amount)
+		return rec.HashedWith(signer)
 	}
 	return rec
 }

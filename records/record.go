@@ -74,6 +74,19 @@ type Record struct {
 	Sandbox bool
 	// updatedMs and expiresMs are UpdatedAt and ExpiresAt in Unix ms.
 	updatedMs, expiresMs int64
+	// hashedWith is the secret Hash was made with.
+	hashedWith string
+}
+
+// HashedWith returns the record with its hash made with secret: the
+// secret a merchant's request was signed with, which during a rotation's
+// overlap may not be the one it was read with (docs/merchant-api.md
+// "Response hash"). The hash is computed again only when it differs.
+func (r Record) HashedWith(secret string) Record {
+	if secret != r.hashedWith {
+		r.Hash, r.hashedWith = ResponseHash(secret, r.TransactionID, r.BankID, r.Amount), secret
+	}
+	return r
 }
 
 // UpdatedAtMs returns the record's last change in Unix ms.
@@ -185,6 +198,6 @@ func build(tx aggregates.Tx, reason string, created events.Event, id ids.TxID, s
 	default:
 		return Record{}, false
 	}
-	r.Hash = ResponseHash(secret, txID, r.BankID, tx.Amount)
+	r.Hash, r.hashedWith = ResponseHash(secret, txID, r.BankID, tx.Amount), secret
 	return r, true
 }

@@ -129,3 +129,14 @@ func TestGroup(t *testing.T) {
 		assert.Equal(t, want, Group(n))
 	}
 }
+
+// HashedWith makes the hash with the secret given: the one a merchant's
+// request was signed with, whichever the record was read with.
+func TestRecord_HashedWith(t *testing.T) {
+	r := Record{Common: Common{TransactionID: "demo-1", BankID: "97b48bfb7fb34aedd95fd145", Amount: 25000}}
+	for _, secret := range []string{"demo-secret", "new-secret", "demo-secret"} {
+		r = r.HashedWith(secret)
+		assert.Equal(t, ResponseHash(secret, "demo-1", "97b48bfb7fb34aedd95fd145", 25000), r.Hash, secret)
+	}
+	assert.Equal(t, "KMhoqhmVN6ZpZ5VyiaQ0cJ/ntMMtxIFsu6hTnRjHiGo=", r.Hash)
+}
