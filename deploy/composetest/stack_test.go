@@ -120,6 +120,11 @@ func readEnvFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	return parseEnv(path, b)
+}
+
+// parseEnv reads the KEY=VALUE lines of an env file named path.
+func parseEnv(path string, b []byte) (map[string]string, error) {
 	m := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
