@@ -1,9 +1,15 @@
 // Command ledgerctl is the operator's tool for the ledger stream: it audits
-// the history, lists a site's events and generates synthetic histories.
+// the history, lists a site's events, says which NATS node leads each
+// stream and generates synthetic histories.
 //
 //	ledgerctl audit    [--site ID] [--json] [--quiet] [--gateway URL --token T] (--data DIR | --nats URL)
 //	ledgerctl events   --site ID [--from SEQ] [--limit N] [--json] (--data DIR | --nats URL)
+//	ledgerctl cluster  --nats URL [--json]
 //	ledgerctl generate --data DIR [--events N] [--sites K] [--batch B] [--seed S] [--snapshot-at F]
+//
+// cluster prints, for every stream of the account (the ledger stream first,
+// then the snapshot and callback buckets), the server leading it and how
+// each follower stands: current, behind, or offline.
 //
 // audit replays every site (subjects ledger.site.<id>) from sequence 1
 // through the gateway's own aggregate code and prints, per site, the balance,
@@ -22,8 +28,9 @@
 // --nats-password-file or --nats-password, or --nats-nkey-seed-file, or
 // their GATEWAY_NATS_* variables), or audit a copy of the data directory.
 //
-// Exit status: 0 when every check passed, 1 when anything disagrees, 2 on a
-// usage error, 3 when the store could not be read.
+// Exit status: 0 when every check passed, 1 when anything disagrees (for
+// cluster: a stream without a leader, or with a replica offline, behind or
+// not placed), 2 on a usage error, 3 when the store could not be read.
 package main
 
 import (
@@ -63,6 +70,7 @@ func main() {
 const usage = `usage:
   ledgerctl audit    [--site ID] [--json] [--quiet] [--workers N] [--gateway URL --token T] (--data DIR | --nats URL)
   ledgerctl events   --site ID [--from SEQ] [--limit N] [--json] (--data DIR | --nats URL)
+  ledgerctl cluster  --nats URL [--json]
   ledgerctl generate --data DIR [--events N] [--sites K] [--batch B] [--seed S] [--snapshot-at F] [--quiet]
 
 --data DIR audits the gateway's data directory offline (stop the gateway first);
@@ -85,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAudit(ctx, args[1:], stdout, stderr)
 	case "events":
 		return runEvents(ctx, args[1:], stdout, stderr)
+	case "cluster":
+		return runCluster(ctx, args[1:], stdout, stderr)
 	case "generate":
 		return runGenerate(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help", "-help":

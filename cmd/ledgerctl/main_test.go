@@ -70,6 +70,9 @@ func TestRun_usageErrors(t *testing.T) {
 		{"generate too many events", []string{"generate", "--data", dir, "--events", "1000000000"}},
 		{"generate too large a batch", []string{"generate", "--data", dir, "--batch", "300000"}},
 		{"audit too many workers", []string{"audit", "--data", dir, "--workers", "100000000"}},
+		{"cluster without nats", []string{"cluster"}},
+		{"cluster with data", []string{"cluster", "--data", dir}},
+		{"cluster stray argument", []string{"cluster", "--nats", "nats://127.0.0.1:4222", "extra"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +99,9 @@ func TestRun_storeErrors(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	code, _, errOut = ledgerctl(t, "audit", "--quiet", "--nats", "nats://"+addr)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "connect nats nats://"+addr)
+	code, _, errOut = ledgerctl(t, "cluster", "--nats", "nats://"+addr)
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "connect nats nats://"+addr)
 	code, _, _ = ledgerctl(t, "events", "--site", "s1", "--data", filepath.Join(empty, "missing"))

@@ -409,8 +409,8 @@ func (s *stack) audit(g *gateway) {
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, filepath.Join(s.root, "deploy", "bin", "ledgerctl"), "audit", "--nats", s.natsURLs(),
 		"--gateway", g.base, "--token", g.token)
-	cmd.Env = append(os.Environ(), "GATEWAY_NATS_USER="+s.secrets["NATS_CLIENT_USER"],
-		"GATEWAY_NATS_PASSWORD="+s.secrets["NATS_CLIENT_PASSWORD"], "GATEWAY_NATS_PASSWORD_FILE=", "GATEWAY_NATS_NKEY_SEED_FILE=")
+	cmd.Env = append(os.Environ(), "GATEWAY_NATS_USER="+s.settings["NATS_CLIENT_USER"],
+		"GATEWAY_NATS_PASSWORD="+s.settings["NATS_CLIENT_PASSWORD"], "GATEWAY_NATS_PASSWORD_FILE=", "GATEWAY_NATS_NKEY_SEED_FILE=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("ledgerctl audit --nats %s --gateway %s: %v\n%s", s.natsURLs(), g.base, err, out)

@@ -54,7 +54,7 @@ func TestCompose_faults(t *testing.T) {
 	s.up()
 	s.waitStartup(upAt)
 
-	nc, err := nats.Connect(s.natsURLs(), nats.UserInfo(s.secrets["NATS_CLIENT_USER"], s.secrets["NATS_CLIENT_PASSWORD"]),
+	nc, err := nats.Connect(s.natsURLs(), nats.UserInfo(s.settings["NATS_CLIENT_USER"], s.settings["NATS_CLIENT_PASSWORD"]),
 		nats.Name("composetest"), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond), nats.Timeout(2*time.Second))
 	if err != nil {
 		t.Fatalf("connect to the cluster's published ports: %v", err)
@@ -65,9 +65,10 @@ func TestCompose_faults(t *testing.T) {
 		t.Fatalf("jetstream: %v", err)
 	}
 
-	gws := []*gateway{newGateway("gateway-1", s.gatewayURL("gateway-1"), s.secrets["GATEWAY_ADMIN_TOKEN"]),
-		newGateway("gateway-2", s.gatewayURL("gateway-2"), s.secrets["GATEWAY_ADMIN_TOKEN"])}
+	gws := []*gateway{newGateway("gateway-1", s.gatewayURL("gateway-1"), s.settings["GATEWAY_ADMIN_TOKEN"]),
+		newGateway("gateway-2", s.gatewayURL("gateway-2"), s.settings["GATEWAY_ADMIN_TOKEN"])}
 	st := setUp(t, gws)
+	checkHostedLinks(t, s, gws)
 
 	d := newDrive(gws, st)
 	d.start()
@@ -181,13 +182,16 @@ func (s *stack) faults(js jetstream.JetStream, tl *timeline) {
 	hold(ctx, warmUp)
 
 	leader := s.leader(ctx, js, "")
-	tl.note("ledger stream leader is %s; %s; docker kill %s", leader, s.connections(ctx), leader)
+	s.checkClusterSays(ctx, leader, "")
+	tl.note("ledger stream leader is %s, as ledgerctl cluster says; %s; docker kill %s", leader, s.connections(ctx), leader)
 	if _, err := docker(ctx, "kill", s.ids[leader]); err != nil {
 		t.Fatalf("kill %s: %v", leader, err)
 	}
 	killed := time.Now()
 	next := s.leader(ctx, js, leader)
 	tl.note("new ledger stream leader %s, %.2fs after the kill", next, time.Since(killed).Seconds())
+	s.checkClusterSays(ctx, next, leader)
+	tl.note("ledgerctl cluster names %s the leader and %s not current", next, leader)
 	hold(ctx, leaderDownFor)
 	if _, err := s.run(ctx, "start", leader); err != nil {
 		t.Fatalf("start %s again: %v", leader, err)

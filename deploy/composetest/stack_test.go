@@ -33,8 +33,8 @@ func portVar(svc string) string {
 }
 
 // stack is one running copy of docker-compose.yml under a project name of
-// its own, with its own secrets file and host ports, so that it can run
-// next to a deployment of the same checkout.
+// its own, with its own secrets and settings file and host ports, so that
+// it can run next to a deployment of the same checkout.
 type stack struct {
 	t       *testing.T
 	root    string
@@ -42,8 +42,9 @@ type stack struct {
 	envFile string
 	// compose is the Compose command: docker compose (v2) or docker-compose.
 	compose []string
-	secrets map[string]string
-	ports   map[string]int
+	// settings are the env file's values, as deploy/build completed it.
+	settings map[string]string
+	ports    map[string]int
 	// ids are the containers by service, read once they exist.
 	ids map[string]string
 }
@@ -80,9 +81,11 @@ func composeCommand() ([]string, error) {
 	return nil, errors.New("neither 'docker compose' nor 'docker-compose' works")
 }
 
-// newStack checks that Docker answers, builds binaries and images with
-// deploy/build (its secrets going to a file of the test's own) and picks
-// free host ports. Nothing is started yet.
+// newStack checks that Docker answers, picks free host ports and writes
+// them into an env file of the test's own, and builds binaries and images
+// with deploy/build, which adds the secrets and the other settings to that
+// file as it does to an operator's .env (the public URL from gateway-1's
+// port among them). Nothing is started yet.
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
@@ -97,6 +100,15 @@ func newStack(t *testing.T) *stack {
 		project: fmt.Sprintf("%s%d", projectPrefix, time.Now().UnixNano()%1e9),
 		envFile: filepath.Join(t.TempDir(), "test.env")}
 
+	var ports strings.Builder
+	for _, svc := range append(natsServices(), gatewayServices()...) {
+		s.ports[svc] = freePort(t)
+		fmt.Fprintf(&ports, "%s=%d\n", portVar(svc), s.ports[svc])
+	}
+	if err := os.WriteFile(s.envFile, []byte(ports.String()), 0o600); err != nil {
+		t.Fatalf("env file: %v", err)
+	}
+
 	start := time.Now()
 	cmd := exec.Command("sh", "deploy/build")
 	cmd.Dir = s.root
@@ -105,11 +117,13 @@ func newStack(t *testing.T) *stack {
 		t.Fatalf("deploy/build: %v\n%s", err, out)
 	}
 	t.Logf("deploy/build (binaries, secrets, images): %s", time.Since(start).Round(time.Millisecond))
-	if s.secrets, err = readEnvFile(s.envFile); err != nil {
-		t.Fatalf("secrets: %v", err)
+	if s.settings, err = readEnvFile(s.envFile); err != nil {
+		t.Fatalf("env file: %v", err)
 	}
 	for _, svc := range append(natsServices(), gatewayServices()...) {
-		s.ports[svc] = freePort(t)
+		if got, want := s.settings[portVar(svc)], fmt.Sprint(s.ports[svc]); got != want {
+			t.Fatalf("deploy/build changed %s in the env file from %s to %s", portVar(svc), want, got)
+		}
 	}
 	return s
 }
@@ -120,6 +134,11 @@ func readEnvFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	return parseEnv(path, b)
+}
+
+// parseEnv reads the KEY=VALUE lines of an env file named path.
+func parseEnv(path string, b []byte) (map[string]string, error) {
 	m := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -149,16 +168,15 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// env is the environment Compose runs in: the test's host ports, and its
-// secrets again, since a variable set in the environment (someone who
-// sourced a real .env) would win over the test's file.
+// env is the environment Compose runs in: the test's env file again,
+// since a variable set in the environment (someone who sourced a real
+// .env) would win over the file. The project is the test's own (-p).
 func (s *stack) env() []string {
 	env := os.Environ()
-	for k, v := range s.secrets {
-		env = append(env, k+"="+v)
-	}
-	for svc, port := range s.ports {
-		env = append(env, fmt.Sprintf("%s=%d", portVar(svc), port))
+	for k, v := range s.settings {
+		if k != "COMPOSE_PROJECT_NAME" {
+			env = append(env, k+"="+v)
+		}
 	}
 	return env
 }
