@@ -47,11 +47,14 @@ func chromium(t *testing.T) string {
 	return p
 }
 
+// The browser's window: a desktop's.
+const desktopWidth, desktopHeight = 1366, 900
+
 // browser starts a headless Chromium for the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
-		chromedp.WindowSize(1366, 900), chromedp.Flag("lang", "en-US"))
+		chromedp.WindowSize(desktopWidth, desktopHeight), chromedp.Flag("lang", "en-US"))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
@@ -232,7 +235,9 @@ func TestConsole_browser(t *testing.T) {
 		require.Equal(t, "approved", got.Status)
 		require.Equal(t, int64(24000), got.Amount)
 
-		waitFor(t, customer, `document.getElementById("state").textContent === "Your deposit was received and approved."`, "the hosted page's new status")
+		// The customer is told what was credited, and why it is not what
+		// was asked for.
+		waitFor(t, customer, `document.getElementById("state").textContent === "Approved for 24,000 IQD: the amount received (25,000 IQD was requested)."`, "the hosted page's new status")
 		require.Equal(t, "yes", eval[string](t, customer, `window.loadedOnce`), "the page did not reload")
 		require.Equal(t, 0, eval[int](t, customer, `document.querySelectorAll("#number").length`), "no more transfer details")
 		require.Equal(t, "24,000 IQD", text(t, customer, "#amount"), "the amount received, without a reload")
@@ -440,6 +445,23 @@ func whoFetches(t *testing.T, ctx context.Context) []string {
 	return eval[[]string](t, ctx, `window.fetched.filter(u => u.includes("fragment=who"))`)
 }
 
+// phoneWidth is the width of the phone the pages are looked at on (CSS
+// pixels).
+const phoneWidth = 390
+
+// narrow runs f with ctx's page as wide as a phone, then as wide again as
+// the browser's window.
+func narrow(t *testing.T, ctx context.Context, f func()) {
+	t.Helper()
+	steps(t, ctx, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulatePortrait))
+	defer func() {
+		steps(t, ctx, chromedp.EmulateViewport(desktopWidth, desktopHeight))
+		waitFor(t, ctx, fmt.Sprintf(`innerWidth === %d`, desktopWidth), "the desktop's width")
+	}()
+	waitFor(t, ctx, fmt.Sprintf(`innerWidth === %d`, phoneWidth), "the phone's width")
+	f()
+}
+
 // TestConsole_browserCallbacks: the Callbacks page says each delivery's
 // last answer once, and a resend the API refuses (the site has no
 // callbackUrl any more) is said as the API says it: no race with another
@@ -477,4 +499,69 @@ func TestConsole_browserCallbacks(t *testing.T) {
 	waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal in Arabic")
 	require.Equal(t, "الحالة الحالية لا تسمح بهذا (eventId): the event's site has no callbackUrl", text(t, admin, "#flash"))
 	require.Equal(t, "ltr", eval[string](t, admin, `document.querySelector("#flash bdi").dir`))
+}
+
+// TestHostedPage_browserPhone: the hosted page on a phone 390 pixels wide,
+// in its three languages. A 16-digit card number is shown in groups of
+// four, on one line, inside the screen, and its copy button copies the
+// digits alone; the countdown is written in the digits the amount is
+// (Arabic-Indic in Arabic and Sorani); an approval for another amount says
+// which, and why, without a reload.
+func TestHostedPage_browserPhone(t *testing.T) {
+	b := browser(t)
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	shop := s.newSite(map[string]any{"name": "Babylon Games", "hostedPage": true, "returnUrl": "https://babylon.example/account",
+		"supportContact": "support@babylon.example"}, 0)
+	phone := person(t, b)
+	narrow(t, phone, func() {
+		for _, c := range []struct {
+			lang, tag, amount, countdown string
+			// approved is the page once the deposit is approved for 24,000
+			// ("" to leave it pending).
+			approved string
+		}{
+			{"en", "en", "25,000 IQD", `^[0-9]{1,2}:[0-9]{2}$`, ""},
+			{"ar", "ar", "٢٥٬٠٠٠ د.ع", `^[٠-٩]{1,2}:[٠-٩]{2}$`, "تمت الموافقة على ٢٤٬٠٠٠ د.ع: المبلغ الذي استُلم (كان المطلوب ٢٥٬٠٠٠ د.ع)."},
+			{"ku", "ckb", "٢٥٬٠٠٠ د.ع", `^[٠-٩]{1,2}:[٠-٩]{2}$`, ""},
+		} {
+			f := depositForm("QICARD", "card-"+c.lang, "u-"+c.lang, 25000)
+			f.Set("lang", c.lang)
+			d := rec(t, s.post(shop, pathDeposit, f))
+			steps(t, phone, chromedp.Navigate(*d.URL))
+			visible(t, phone, "#number")
+			require.Equal(t, c.tag, eval[string](t, phone, `document.documentElement.lang`))
+			require.Equal(t, phoneWidth, eval[int](t, phone, `innerWidth`))
+			require.Equal(t, "6375 0000 1234 5678", text(t, phone, "#number"), c.lang)
+			require.Equal(t, 1, eval[int](t, phone, `(() => { const r = document.createRange();
+				r.selectNodeContents(document.getElementById("number"));
+				return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size })()`), "%s: the card number on one line", c.lang)
+			require.True(t, eval[bool](t, phone, `(() => { const on = e => { const r = e.getBoundingClientRect(); return r.left >= 0 && r.right <= innerWidth };
+				return on(document.getElementById("number")) && on(document.querySelector('button[data-copy="number"]')) &&
+					document.documentElement.scrollWidth <= innerWidth })()`), "%s: the number and its button on the screen", c.lang)
+
+			// Whichever way the page copies (the Clipboard API, or
+			// selecting and copying where it is missing), the text is
+			// the digits alone.
+			require.True(t, eval[bool](t, phone, `(() => { window.copied = [];
+				Object.defineProperty(navigator, "clipboard", {configurable: true, value: {writeText: v => { window.copied.push(v); return Promise.resolve() }}});
+				document.execCommand = () => { window.copied.push(document.activeElement.value); return true };
+				return true })()`))
+			steps(t, phone, chromedp.Click(`button[data-copy="number"]`))
+			waitFor(t, phone, `window.copied.length === 1`, "the copy")
+			require.Equal(t, []string{"6375000012345678"}, eval[[]string](t, phone, `window.copied`))
+
+			require.Equal(t, c.amount, text(t, phone, "#amount"))
+			waitFor(t, phone, fmt.Sprintf(`/%s/.test(document.getElementById("timer").textContent)`, c.countdown), "the countdown in the amount's digits")
+			shot(t, phone, "hosted-390-"+c.tag)
+			if c.approved == "" {
+				continue
+			}
+			requireOK(t, s.ops("POST", "/ops/v1/deposits/"+d.TransactionID+"/approve", map[string]any{"amount": 24000}))
+			waitFor(t, phone, fmt.Sprintf(`document.getElementById("state").textContent === %q`, c.approved), "the approval, and why its amount differs")
+			require.Equal(t, "٢٤٬٠٠٠ د.ع", text(t, phone, "#amount"))
+			shot(t, phone, "hosted-approved-390-"+c.tag)
+		}
+	})
 }
