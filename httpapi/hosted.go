@@ -104,8 +104,8 @@ button{border:1px solid #3461c1;background:#fff;color:#3461c1;border-radius:6px;
 button:focus-visible{outline:3px solid #f0b429;outline-offset:2px}
 .note{font-size:.9rem;color:#5b6475;margin-top:12px}.state{font-size:1.05rem;font-weight:600;margin:12px 0}
 .ok{color:#17803d}.bad{color:#b42318}.timer{font-variant-numeric:tabular-nums}
-.wrap{flex-wrap:wrap}.pair{display:flex;align-items:center;gap:8px;margin-inline-start:auto;max-width:100%}
-#number{word-break:normal;overflow-wrap:anywhere}
+.wrap{flex-wrap:wrap}.pair{flex:1 0 auto;display:flex;align-items:center;gap:8px;max-width:100%}
+#number{margin-inline:auto;word-break:normal;overflow-wrap:anywhere}
 .test{background:#fff4cc;border:2px solid #b7791f;color:#5c3d00;border-radius:8px;padding:8px 10px;font-weight:600;margin:0 0 12px}
 </style>
 </head>
