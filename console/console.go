@@ -18,10 +18,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
-	"maps"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/iqdgateway/gateway/callbacks"
 	"github.com/iqdgateway/gateway/ids"
@@ -95,6 +92,9 @@ func NewPage(lang string, who Who, csrf, nav, titleKey, query string, body any) 
 			p.JSTexts[k] = t.Get(k)
 		}
 	}
+	for field := range fieldLabels {
+		p.JSTexts["field."+field] = t.Label(field)
+	}
 	return p
 }
 
@@ -114,8 +114,9 @@ var jsKeys = []string{"amount", "confirmApprove", "confirmReject", "confirmTake"
 	"status.pending", "status.processing", "status.approved", "status.rejected", "status.expired", "status.paid",
 	"status.delivered", "status.failed"}
 
-// JS keys also include every error code's text (the "err." keys), so that
-// the script states an API error as Failure does.
+// JS keys also include every error code's text (the "err." keys) and
+// every field's label ("field." and the API's parameter), so that the
+// script states an API error as Failure does.
 
 // Site is a site as the console names it.
 type Site struct{ ID, Name string }
@@ -165,13 +166,18 @@ type TreasuriesBody struct {
 	LiveURL string
 }
 
-// CallbacksBody lists callback deliveries.
+// CallbacksBody lists callback deliveries, of one site or of all.
 type CallbacksBody struct {
-	Enabled       bool
-	Status        string
-	Statuses      []string
-	Items         []callbacks.Delivery
+	Enabled bool
+	// Status and Site are the filters as given ("" for any).
+	Status, Site string
+	Statuses     []string
+	Sites        []Site
+	Items        []callbacks.Delivery
+	// Next is the next page's URL ("" on the last); LiveURL the rows'.
 	Next, LiveURL string
+	// Error is a filter the listing refused.
+	Error *Failure
 }
 
 // TxDetailBody is one transaction and its history.
@@ -198,8 +204,6 @@ func (b TxDetailBody) Actor(actor string) string {
 }
 
 var funcs = template.FuncMap{
-	"group": Group,
-	"when":  When,
 	"expiresMs": func(r records.OpsRecord) int64 {
 		return r.ExpiresAtMs()
 	},
@@ -215,23 +219,9 @@ var funcs = template.FuncMap{
 		}
 		return string(id)
 	},
-	"details":    Details,
 	"lastAnswer": LastAnswer,
-}
-
-// Detail is one field of an event's payload, as the history shows it.
-type Detail struct{ Key, Value string }
-
-// Details are an event's payload fields in key order. Each value is its
-// own item so that the page can isolate it: a value is the merchant's or
-// an operator's text (a name, a reason) and must not reorder the others
-// (right-to-left override characters).
-func Details(data map[string]any) []Detail {
-	out := make([]Detail, 0, len(data))
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		out = append(out, Detail{k, fmt.Sprint(data[k])})
-	}
-	return out
+	"when":       whenHTML,
+	"zone":       func() string { return Zone },
 }
 
 // LastAnswer says what the last attempt of a callback delivery came to,
@@ -287,18 +277,6 @@ func (t T) Reason(p matching.Proposal, received int64) string {
 		sep = "؛ "
 	}
 	return strings.Join(why, sep)
-}
-
-// Group writes an amount with thousands separators (25,000).
-func Group(n int64) string { return records.Group(n) }
-
-// When writes an RFC 3339 time as Baghdad time, to the minute.
-func When(rfc string) string {
-	t, err := time.Parse(time.RFC3339Nano, rfc)
-	if err != nil {
-		return rfc
-	}
-	return t.In(Baghdad).Format("2006-01-02 15:04")
 }
 
 // pages are the page templates, each with the layout.

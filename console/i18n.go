@@ -222,6 +222,15 @@ var texts = map[string]map[string]string{
 	"deposit":                       {"en": "deposit", "ar": "إيداع", "ckb": "پارەدانان"},
 	"withdrawal":                    {"en": "withdrawal", "ar": "سحب", "ckb": "پارەکێشان"},
 	"iqd":                           {"en": "IQD", "ar": "د.ع", "ckb": "د.ع"},
+	"d.userName":                    {"en": "User name", "ar": "اسم المستخدم", "ckb": "ناوی بەکارهێنەر"},
+	"d.bankName":                    {"en": "Method as shown", "ar": "اسم الطريقة المعروض", "ckb": "ناوی ڕێگاکە وەک پیشاندراوە"},
+	"d.bankId":                      {"en": "Method ID", "ar": "معرّف الطريقة", "ckb": "ناسنامەی ڕێگا"},
+	"d.kind":                        {"en": "Identifier kind", "ar": "نوع المعرّف", "ckb": "جۆری ناسێنەر"},
+	"d.accountNumber":               {"en": "Account number", "ar": "رقم الحساب", "ckb": "ژمارەی هەژمار"},
+	"d.expiresAt":                   {"en": "Expires", "ar": "ينتهي في", "ckb": "بەسەردەچێت لە"},
+	"d.hostedToken":                 {"en": "Payment page token", "ar": "رمز صفحة الدفع", "ckb": "تۆکنی پەڕەی پارەدان"},
+	"redacted":                      {"en": "hidden", "ar": "مخفي", "ckb": "شاراوە"},
+	"lines":                         {"en": "Transfer lines", "ar": "أسطر التحويلات", "ckb": "هێڵەکانی گواستنەوە"},
 	"notFound":                      {"en": "Not found", "ar": "غير موجود", "ckb": "نەدۆزرایەوە"},
 	"error":                         {"en": "Something went wrong", "ar": "حدث خطأ", "ckb": "هەڵەیەک ڕوویدا"},
 	"err.invalid_request":           {"en": "The request is not valid", "ar": "الطلب غير صالح", "ckb": "داواکارییەکە دروست نییە"},
@@ -253,24 +262,30 @@ type Failure struct {
 	Code, Field, Message string
 }
 
-// Failure states f in the page's language. The API's messages are English:
-// in English the message is shown as it is (it names what is wrong most
-// precisely); in another language the code's text comes first, with the
-// field's label, and the message after it, isolated, as the detail.
+// Failure states f in the page's language, naming the field by the label
+// the operator sees ("Amount from", not minAmount). The API's messages are
+// English: in English the message is shown (it names what is wrong most
+// precisely), with the field's label for the API's parameter; in another
+// language the code's text comes first, with the field's label, and the
+// message after it, isolated, as the detail.
 func (t T) Failure(f Failure) template.HTML {
-	msg := f.Message
-	if f.Field != "" && !strings.Contains(msg, f.Field) {
-		msg = f.Field + ": " + msg
+	label := t.Label(f.Field)
+	if label == "" {
+		label = f.Field
 	}
+	msg, named := t.worded(f.Message, f.Field, quoted)
 	what, ok := texts["err."+f.Code]
 	if t.lang == "en" || !ok {
-		return template.HTML(html.EscapeString(msg))
+		if f.Field != "" && !named {
+			msg = html.EscapeString(label) + ": " + msg
+		}
+		return template.HTML(msg)
 	}
 	var b strings.Builder
 	b.WriteString(html.EscapeString(what[t.lang]))
 	if f.Field != "" {
-		b.WriteString(" (<bdi>" + html.EscapeString(t.Get(f.Field)) + "</bdi>)")
+		b.WriteString(" (<bdi>" + html.EscapeString(label) + "</bdi>)")
 	}
-	b.WriteString(`: <bdi dir="ltr">` + html.EscapeString(f.Message) + "</bdi>")
+	b.WriteString(`: <bdi dir="ltr">` + msg + "</bdi>")
 	return template.HTML(b.String())
 }

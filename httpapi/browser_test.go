@@ -47,11 +47,14 @@ func chromium(t *testing.T) string {
 	return p
 }
 
+// The browser's window: a desktop's.
+const desktopWidth, desktopHeight = 1366, 900
+
 // browser starts a headless Chromium for the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
-		chromedp.WindowSize(1366, 900), chromedp.Flag("lang", "en-US"))
+		chromedp.WindowSize(desktopWidth, desktopHeight), chromedp.Flag("lang", "en-US"))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel := chromedp.NewContext(actx)
@@ -143,15 +146,23 @@ func signIn(t *testing.T, ctx context.Context, base, token, name string) {
 }
 
 // act clicks an action button of a row and confirms its dialog with the
-// fields given.
+// fields given, typed into them.
 func act(t *testing.T, ctx context.Context, action, id string, fields map[string]string) {
 	t.Helper()
 	clickRow(t, ctx, action, id)
 	steps(t, ctx, chromedp.WaitVisible("#dialog-ok"))
 	for k, v := range fields {
-		steps(t, ctx, chromedp.SetValue("#dialog-"+k, v))
+		typeInto(t, ctx, "#dialog-"+k, v)
 	}
 	steps(t, ctx, chromedp.Click("#dialog-ok"))
+}
+
+// typeInto replaces the value of the input sel with v, typed key by key as
+// a person does (an amount field groups its digits as they come).
+func typeInto(t *testing.T, ctx context.Context, sel, v string) {
+	t.Helper()
+	require.True(t, eval[bool](t, ctx, fmt.Sprintf(`(() => { document.querySelector(%q).value = ""; return true })()`, sel)))
+	steps(t, ctx, chromedp.SendKeys(sel, v))
 }
 
 // clickRow clicks a row's action button. The lists refresh themselves
@@ -199,6 +210,9 @@ func TestConsole_browser(t *testing.T) {
 	signIn(t, op, s.URL, omar, "Omar Operator")
 	require.Equal(t, "operator", text(t, op, "#role"))
 	waitFor(t, op, `document.querySelectorAll("#tx-table tr[data-tx]").length === 5`, "the pending queue")
+	// Every amount with its currency, every time with its zone.
+	require.Equal(t, "25,000 IQD", text(t, op, "#tx-"+d1.TransactionID+" td.amount"))
+	require.Regexp(t, `^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\+3$`, text(t, op, "#tx-"+d1.TransactionID+" time"))
 	shot(t, op, "console-deposits-en")
 
 	t.Run("find a deposit by processId", func(t *testing.T) {
@@ -222,17 +236,39 @@ func TestConsole_browser(t *testing.T) {
 
 		clickRow(t, op, "approve", d1.TransactionID)
 		steps(t, op, chromedp.WaitVisible("#dialog-amount"))
-		require.Equal(t, "25000", eval[string](t, op, `document.getElementById("dialog-amount").value`), "the requested amount by default")
+		require.Equal(t, "25,000", eval[string](t, op, `document.getElementById("dialog-amount").value`), "the requested amount by default, grouped")
 		// The ids it names are isolated: a processId is the merchant's text.
 		require.Equal(t, []string{d1.TransactionID, "order-1001"}, eval[[]string](t, op, `[...document.querySelectorAll("#dialog-text bdi")].map(b => b.textContent)`))
-		steps(t, op, chromedp.SetValue("#dialog-amount", "24000"), chromedp.Click("#dialog-ok"))
+		// Confirm is the dialog's one filled button; Cancel does not look
+		// like it.
+		style := func(sel string) map[string]string {
+			return eval[map[string]string](t, op, fmt.Sprintf(`(() => { const s = getComputedStyle(document.querySelector(%q));
+				return {bg: s.backgroundColor, color: s.color, border: s.borderTopColor, weight: s.fontWeight} })()`, sel))
+		}
+		ok, cancel := style("#dialog-ok"), style("#dialog-cancel")
+		require.Equal(t, "rgb(47, 91, 183)", ok["bg"], "Confirm is filled with the accent")
+		require.Equal(t, "rgb(255, 255, 255)", cancel["bg"], "Cancel is plain")
+		require.NotEqual(t, ok["color"], cancel["color"])
+		require.NotEqual(t, ok["border"], cancel["border"])
+		require.Equal(t, "600", ok["weight"])
+		// The amount is shown grouped as it is typed, and sent as the
+		// plain integer.
+		typeInto(t, op, "#dialog-amount", "24000")
+		require.Equal(t, "24,000", eval[string](t, op, `document.getElementById("dialog-amount").value`))
+		shot(t, op, "console-approve-en")
+		require.True(t, eval[bool](t, op, `(() => { const f = window.fetch; window.sent = [];
+			window.fetch = function (u, o) { if (o && o.body) window.sent.push(o.body); return f.apply(this, arguments) }; return true })()`))
+		steps(t, op, chromedp.Click("#dialog-ok"))
 		waitFor(t, op, `document.getElementById("flash").textContent.includes("approved")`, "the result")
-		require.Contains(t, text(t, op, "#flash"), "24,000")
+		require.Contains(t, text(t, op, "#flash"), "24,000 IQD")
+		require.Equal(t, []string{`{"amount":24000}`}, eval[[]string](t, op, `window.sent`))
 		got := s.status(t, d1.TransactionID)
 		require.Equal(t, "approved", got.Status)
 		require.Equal(t, int64(24000), got.Amount)
 
-		waitFor(t, customer, `document.getElementById("state").textContent === "Your deposit was received and approved."`, "the hosted page's new status")
+		// The customer is told what was credited, and why it is not what
+		// was asked for.
+		waitFor(t, customer, `document.getElementById("state").textContent === "Approved for 24,000 IQD: the amount received (25,000 IQD was requested)."`, "the hosted page's new status")
 		require.Equal(t, "yes", eval[string](t, customer, `window.loadedOnce`), "the page did not reload")
 		require.Equal(t, 0, eval[int](t, customer, `document.querySelectorAll("#number").length`), "no more transfer details")
 		require.Equal(t, "24,000 IQD", text(t, customer, "#amount"), "the amount received, without a reload")
@@ -273,8 +309,24 @@ func TestConsole_browser(t *testing.T) {
 		require.Equal(t, "paid", s.status(t, w1.TransactionID).Status)
 		steps(t, op, chromedp.Navigate(s.URL+"/console/tx/"+w1.TransactionID), chromedp.WaitVisible("#tx-history"))
 		require.Contains(t, text(t, op, "#tx-history"), "withdrawal.paid.v1")
-		require.Contains(t, text(t, op, "#tx-history"), "ZC-777")
+		// Each event's fields are labelled, the amount grouped with its
+		// currency, no key=value.
+		require.Equal(t, "ZC-777", text(t, op, `#tx-history dd[data-key=reference]`))
+		require.Equal(t, "10,000 IQD", text(t, op, `#tx-history dd[data-key=amount]`))
+		labels := eval[[]string](t, op, `[...document.querySelectorAll("#tx-history .kv dt")].map(e => e.textContent)`)
+		require.Contains(t, labels, "Reference")
+		require.Contains(t, labels, "Amount")
+		require.NotContains(t, text(t, op, "#tx-history"), "=")
+		require.Regexp(t, `^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\+3$`, text(t, op, "#tx-history tbody time"))
+		require.Equal(t, "Omar Operator", text(t, op, "#tx-history tbody tr:last-child td.actor"))
+		wholeWords(t, op, "#tx-history td.actor bdi", "#tx-history time")
 		shot(t, op, "console-history-en")
+		// On a phone too: the names and the times break between their
+		// words, never inside one.
+		narrow(t, op, func() {
+			wholeWords(t, op, "#tx-history td.actor bdi", "#tx-history time")
+			shot(t, op, "console-history-390-en")
+		})
 	})
 
 	t.Run("paste transfer lines and approve a proposal", func(t *testing.T) {
@@ -318,12 +370,22 @@ func TestConsole_browser(t *testing.T) {
 		signIn(t, admin, s.URL, adminToken, "admin")
 		steps(t, admin, chromedp.Navigate(s.URL+"/console/treasuries"), chromedp.WaitVisible("#site-"+shop.ID))
 		before := s.balanceOf(t, shop).Balance
-		act(t, admin, "adjust", shop.ID, map[string]string{"amount": "-250000", "reason": "settlement to the merchant"})
+		// A field the API refuses is named by the dialog's label.
+		act(t, admin, "adjust", shop.ID, map[string]string{"amount": "0", "reason": "nothing"})
+		waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal of 0")
+		require.True(t, strings.HasPrefix(text(t, admin, "#flash"), "“Adjustment (IQD, − to take out)” must be a non-zero integer"), text(t, admin, "#flash"))
+		// A minus typed in front of a grouped amount.
+		clickRow(t, admin, "adjust", shop.ID)
+		steps(t, admin, chromedp.WaitVisible("#dialog-amount"))
+		typeInto(t, admin, "#dialog-amount", "-250000")
+		typeInto(t, admin, "#dialog-reason", "settlement to the merchant")
+		require.Equal(t, "-250,000", eval[string](t, admin, `document.getElementById("dialog-amount").value`))
+		steps(t, admin, chromedp.Click("#dialog-ok"))
 		waitFor(t, admin, `document.getElementById("flash").className === "ok"`, "the adjustment")
 		require.Equal(t, before-250000, s.balanceOf(t, shop).Balance)
 		// The row shows the new balance without a reload.
 		waitFor(t, admin, fmt.Sprintf(`document.querySelector("#site-%s [data-field=balance]").textContent === %q`,
-			shop.ID, console.Group(before-250000)), "the new balance in the list")
+			shop.ID, console.Group(before-250000)+" IQD"), "the new balance in the list")
 
 		// A refusal that is no race is said as the API says it, and
 		// nobody is asked who was first.
@@ -345,6 +407,7 @@ func TestConsole_browser(t *testing.T) {
 			require.Equal(t, c.lang, eval[string](t, op, `document.documentElement.lang`))
 			require.Equal(t, "rtl", eval[string](t, op, `document.documentElement.dir`))
 			require.Equal(t, c.title, text(t, op, "h1"))
+			require.Equal(t, "12,000 د.ع", text(t, op, "#tx-"+d5.TransactionID+" td.amount"), "the currency in the page's language")
 			shot(t, op, "console-deposits-"+c.lang)
 		}
 		// The choice is kept.
@@ -440,6 +503,49 @@ func whoFetches(t *testing.T, ctx context.Context) []string {
 	return eval[[]string](t, ctx, `window.fetched.filter(u => u.includes("fragment=who"))`)
 }
 
+// wholeWords checks that the text of every element matching each selector
+// breaks, where it must, between its words, never inside one: a word laid
+// out on two lines has two boxes.
+func wholeWords(t *testing.T, ctx context.Context, sels ...string) {
+	t.Helper()
+	for _, sel := range sels {
+		broken := eval[[]string](t, ctx, fmt.Sprintf(`(() => {
+			const broken = [];
+			for (const el of document.querySelectorAll(%q)) {
+				const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+				for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+					for (const m of n.textContent.matchAll(/\S+/g)) {
+						const r = document.createRange();
+						r.setStart(n, m.index);
+						r.setEnd(n, m.index + m[0].length);
+						const lines = new Set([...r.getClientRects()].map(b => Math.round(b.top)));
+						if (lines.size > 1) broken.push(m[0]);
+					}
+				}
+			}
+			return broken })()`, sel))
+		require.NotEmpty(t, eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)), sel)
+		require.Empty(t, broken, "%s: words broken across lines", sel)
+	}
+}
+
+// phoneWidth is the width of the phone the pages are looked at on (CSS
+// pixels).
+const phoneWidth = 390
+
+// narrow runs f with ctx's page as wide as a phone, then as wide again as
+// the browser's window.
+func narrow(t *testing.T, ctx context.Context, f func()) {
+	t.Helper()
+	steps(t, ctx, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulatePortrait))
+	defer func() {
+		steps(t, ctx, chromedp.EmulateViewport(desktopWidth, desktopHeight))
+		waitFor(t, ctx, fmt.Sprintf(`innerWidth === %d`, desktopWidth), "the desktop's width")
+	}()
+	waitFor(t, ctx, fmt.Sprintf(`innerWidth === %d`, phoneWidth), "the phone's width")
+	f()
+}
+
 // TestConsole_browserCallbacks: the Callbacks page says each delivery's
 // last answer once, and a resend the API refuses (the site has no
 // callbackUrl any more) is said as the API says it: no race with another
@@ -456,18 +562,28 @@ func TestConsole_browserCallbacks(t *testing.T) {
 	id := s.eventID(t, st.ID, "deposit.approved.v1", tx)
 	s.waitDelivery(t, "", id, "failed", 0)
 	requireOK(t, s.ops("PATCH", "/ops/v1/sites/"+st.ID, map[string]any{"callbackUrl": ""}))
+	books := s.newSite(map[string]any{"name": "Tigris Books", "callbackUrl": newReceiver(t, 200).url()}, 0)
+	other := s.eventID(t, books.ID, "deposit.approved.v1", s.approvedDeposit(t, books))
+	s.waitDelivery(t, "", other, "delivered", 0)
 
 	admin := person(t, b)
 	signIn(t, admin, s.URL, adminToken, "admin")
-	steps(t, admin, chromedp.Navigate(s.URL+"/console/callbacks"), chromedp.WaitVisible("#cb-"+id))
+	steps(t, admin, chromedp.Navigate(s.URL+"/console/callbacks"), chromedp.WaitVisible("#cb-"+id), chromedp.WaitVisible("#cb-"+other))
 	require.Contains(t, text(t, admin, "#cb-"+id), "HTTP 500")
 	require.NotContains(t, text(t, admin, "#cb-"+id), "HTTP 500 HTTP 500")
+	// Each delivery names its site, and the list is filtered by site.
+	require.Equal(t, "Tigris Books", text(t, admin, "#cb-"+other+" td.site"))
 	shot(t, admin, "console-callbacks-en")
+	steps(t, admin, chromedp.SetValue("#c-site", books.ID), chromedp.Click("#c-search"))
+	waitFor(t, admin, fmt.Sprintf(`location.search.includes("site=%s") && !document.getElementById("cb-%s")`, books.ID, id), "the site's deliveries only")
+	visible(t, admin, "#cb-"+other)
+	require.Contains(t, eval[string](t, admin, `document.getElementById("rows").dataset.live`), "site="+books.ID, "the live refresh keeps the filter")
+	steps(t, admin, chromedp.Navigate(s.URL+"/console/callbacks"), chromedp.WaitVisible("#cb-"+id))
 
 	recordFetches(t, admin)
 	act(t, admin, "resend", id, nil)
 	waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal")
-	require.Equal(t, "the event's site has no callbackUrl", text(t, admin, "#flash"))
+	require.Equal(t, "Event: the event's site has no callbackUrl", text(t, admin, "#flash"))
 	require.Empty(t, whoFetches(t, admin))
 
 	// In Arabic the refusal is said in Arabic first, the API's words
@@ -475,6 +591,71 @@ func TestConsole_browserCallbacks(t *testing.T) {
 	steps(t, admin, chromedp.Navigate(s.URL+"/console/callbacks?lang=ar"), chromedp.WaitVisible("#cb-"+id))
 	act(t, admin, "resend", id, nil)
 	waitFor(t, admin, `document.getElementById("flash").className === "error"`, "the refusal in Arabic")
-	require.Equal(t, "الحالة الحالية لا تسمح بهذا (eventId): the event's site has no callbackUrl", text(t, admin, "#flash"))
+	require.Equal(t, "الحالة الحالية لا تسمح بهذا (الحدث): the event's site has no callbackUrl", text(t, admin, "#flash"))
 	require.Equal(t, "ltr", eval[string](t, admin, `document.querySelector("#flash bdi").dir`))
+}
+
+// TestHostedPage_browserPhone: the hosted page on a phone 390 pixels wide,
+// in its three languages. A 16-digit card number is shown in groups of
+// four, on one line, inside the screen, and its copy button copies the
+// digits alone; the countdown is written in the digits the amount is
+// (Arabic-Indic in Arabic and Sorani); an approval for another amount says
+// which, and why, without a reload.
+func TestHostedPage_browserPhone(t *testing.T) {
+	b := browser(t)
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	shop := s.newSite(map[string]any{"name": "Babylon Games", "hostedPage": true, "returnUrl": "https://babylon.example/account",
+		"supportContact": "support@babylon.example"}, 0)
+	phone := person(t, b)
+	narrow(t, phone, func() {
+		for _, c := range []struct {
+			lang, tag, amount, countdown string
+			// approved is the page once the deposit is approved for 24,000
+			// ("" to leave it pending).
+			approved string
+		}{
+			{"en", "en", "25,000 IQD", `^[0-9]{1,2}:[0-9]{2}$`, ""},
+			{"ar", "ar", "٢٥٬٠٠٠ د.ع", `^[٠-٩]{1,2}:[٠-٩]{2}$`, "تمت الموافقة على ٢٤٬٠٠٠ د.ع: المبلغ الذي استُلم (كان المطلوب ٢٥٬٠٠٠ د.ع)."},
+			{"ku", "ckb", "٢٥٬٠٠٠ د.ع", `^[٠-٩]{1,2}:[٠-٩]{2}$`, ""},
+		} {
+			f := depositForm("QICARD", "card-"+c.lang, "u-"+c.lang, 25000)
+			f.Set("lang", c.lang)
+			d := rec(t, s.post(shop, pathDeposit, f))
+			steps(t, phone, chromedp.Navigate(*d.URL))
+			visible(t, phone, "#number")
+			require.Equal(t, c.tag, eval[string](t, phone, `document.documentElement.lang`))
+			require.Equal(t, phoneWidth, eval[int](t, phone, `innerWidth`))
+			require.Equal(t, "6375 0000 1234 5678", text(t, phone, "#number"), c.lang)
+			require.Equal(t, 1, eval[int](t, phone, `(() => { const r = document.createRange();
+				r.selectNodeContents(document.getElementById("number"));
+				return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size })()`), "%s: the card number on one line", c.lang)
+			require.True(t, eval[bool](t, phone, `(() => { const on = e => { const r = e.getBoundingClientRect(); return r.left >= 0 && r.right <= innerWidth };
+				return on(document.getElementById("number")) && on(document.querySelector('button[data-copy="number"]')) &&
+					document.documentElement.scrollWidth <= innerWidth })()`), "%s: the number and its button on the screen", c.lang)
+
+			// Whichever way the page copies (the Clipboard API, or
+			// selecting and copying where it is missing), the text is
+			// the digits alone.
+			require.True(t, eval[bool](t, phone, `(() => { window.copied = [];
+				Object.defineProperty(navigator, "clipboard", {configurable: true, value: {writeText: v => { window.copied.push(v); return Promise.resolve() }}});
+				document.execCommand = () => { window.copied.push(document.activeElement.value); return true };
+				return true })()`))
+			steps(t, phone, chromedp.Click(`button[data-copy="number"]`))
+			waitFor(t, phone, `window.copied.length === 1`, "the copy")
+			require.Equal(t, []string{"6375000012345678"}, eval[[]string](t, phone, `window.copied`))
+
+			require.Equal(t, c.amount, text(t, phone, "#amount"))
+			waitFor(t, phone, fmt.Sprintf(`/%s/.test(document.getElementById("timer").textContent)`, c.countdown), "the countdown in the amount's digits")
+			shot(t, phone, "hosted-390-"+c.tag)
+			if c.approved == "" {
+				continue
+			}
+			requireOK(t, s.ops("POST", "/ops/v1/deposits/"+d.TransactionID+"/approve", map[string]any{"amount": 24000}))
+			waitFor(t, phone, fmt.Sprintf(`document.getElementById("state").textContent === %q`, c.approved), "the approval, and why its amount differs")
+			require.Equal(t, "٢٤٬٠٠٠ د.ع", text(t, phone, "#amount"))
+			shot(t, phone, "hosted-approved-390-"+c.tag)
+		}
+	})
 }

@@ -27,28 +27,10 @@ type Callbacks interface {
 func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := callbacks.Filter{Status: q.Get("status"), Cursor: q.Get("cursor")}
-	noSite := &apiError{status: http.StatusNotFound, code: "not_found", field: "site", message: "no such site"}
-	if v := q.Get("site"); v != "" {
-		site, err := ids.ParseSite(v)
-		if err != nil {
-			s.writeErr(w, r, noSite)
-			return
-		}
-		f.SiteID = site
-	}
 	var err error
-	if f.SiteID != "" {
-		// A site that does not exist is 404, as in the transactions
-		// listing: an empty list would read as "nothing failed" for a
-		// misspelt id. (The read catches up with the stream for a site
-		// created a moment ago through another process.)
-		if _, err = s.cfg.Reader.BalanceOf(r.Context(), f.SiteID); err != nil {
-			if errors.Is(err, aggregates.ErrSiteNotFound) {
-				err = noSite
-			}
-			s.writeErr(w, r, err)
-			return
-		}
+	if f.SiteID, err = s.callbackSite(r.Context(), q.Get("site")); err != nil {
+		s.writeErr(w, r, err)
+		return
 	}
 	if f.Limit, err = queryLimit(q.Get("limit")); err != nil {
 		s.writeErr(w, r, err)
@@ -60,6 +42,29 @@ func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeData(w, r, page)
+}
+
+// callbackSite is the site a listing of deliveries is limited to, "" for
+// all. A site that does not exist is 404, as in the transactions listing:
+// an empty list would read as "nothing failed" for a misspelt id. (The
+// read catches up with the stream for a site created a moment ago through
+// another process.)
+func (s *Server) callbackSite(ctx context.Context, v string) (ids.SiteID, error) {
+	if v == "" {
+		return "", nil
+	}
+	noSite := &apiError{status: http.StatusNotFound, code: "not_found", field: "site", message: "no such site"}
+	site, err := ids.ParseSite(v)
+	if err != nil {
+		return "", noSite
+	}
+	if _, err := s.cfg.Reader.BalanceOf(ctx, site); err != nil {
+		if errors.Is(err, aggregates.ErrSiteNotFound) {
+			return "", noSite
+		}
+		return "", err
+	}
+	return site, nil
 }
 
 // resendCallback serves POST /ops/v1/callbacks/{eventId}/resend: the

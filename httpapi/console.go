@@ -453,6 +453,7 @@ func (s *Server) consoleTransactions(kind string) http.HandlerFunc {
 // consoleSearch turns a queue's search fields (in) into the listing's
 // parameters, and the fields as given (for the form). From and to are
 // dates, Baghdad time, the form's date fields: to takes in its whole day.
+// The amounts may be grouped (25,000), as the form writes them.
 func consoleSearch(kind string, in url.Values) (url.Values, map[string]string, error) {
 	q := url.Values{"type": {kind}, "limit": {"50"}}
 	fields := map[string]string{}
@@ -462,6 +463,11 @@ func consoleSearch(kind string, in url.Values) (url.Values, map[string]string, e
 		fields[k] = v
 		if v == "" {
 			continue
+		}
+		if k == "minAmount" || k == "maxAmount" {
+			// Typed as the form shows it: grouped, or in Arabic-Indic
+			// digits.
+			v = console.NormalizeAmount(v)
 		}
 		if k == "from" || k == "to" {
 			d, err := time.ParseInLocation(time.DateOnly, v, console.Baghdad)
@@ -555,24 +561,48 @@ func (s *Server) consoleTreasuries(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "treasuries", s.page(r, "treasuries", "treasuries", body))
 }
 
+// consoleCallbacks lists callback deliveries, of every site or of the
+// one chosen (GET /ops/v1/callbacks's status and site filters).
 func (s *Server) consoleCallbacks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	body := console.CallbacksBody{Enabled: s.cfg.Callbacks != nil, Status: q.Get("status"),
+	body := console.CallbacksBody{Enabled: s.cfg.Callbacks != nil, Status: q.Get("status"), Site: q.Get("site"),
 		Statuses: []string{"", callbacks.StatusPending, callbacks.StatusDelivered, callbacks.StatusFailed}}
 	status := http.StatusOK
 	if body.Enabled {
-		live := url.Values{"status": {body.Status}, "fragment": {"rows"}}
-		body.LiveURL = r.URL.Path + "?" + live.Encode()
-		page, err := s.cfg.Callbacks.List(r.Context(), callbacks.Filter{Status: body.Status, Cursor: q.Get("cursor"), Limit: 50})
-		if err != nil {
+		filters := url.Values{"status": {body.Status}}
+		if body.Site != "" {
+			filters.Set("site", body.Site)
+		}
+		with := func(k, v string) string {
+			u := url.Values{k: {v}}
+			for fk, fv := range filters {
+				u[fk] = fv
+			}
+			return r.URL.Path + "?" + u.Encode()
+		}
+		body.LiveURL = with("fragment", "rows")
+		f := callbacks.Filter{Status: body.Status, Cursor: q.Get("cursor"), Limit: 50}
+		var err error
+		var page records.Page[callbacks.Delivery]
+		if f.SiteID, err = s.callbackSite(r.Context(), body.Site); err == nil {
+			page, err = s.cfg.Callbacks.List(r.Context(), f)
+		}
+		if err != nil && q.Get("fragment") != "" {
+			// The live refresh: no list in the list's place.
 			s.consoleErrPage(w, r, err)
 			return
 		}
+		if err != nil {
+			status, body.Error = s.consoleFailure(r, err)
+		}
 		body.Items = page.Items
 		if page.NextCursor != nil {
-			body.Next = r.URL.Path + "?" + url.Values{"status": {body.Status}, "cursor": {*page.NextCursor}}.Encode()
+			body.Next = with("cursor", *page.NextCursor)
 		}
 	}
+	// After the listing's read, which caught up with the stream: the
+	// filter names sites created through other processes too.
+	body.Sites = s.consoleSites()
 	s.render(w, r, status, "callbacks", s.page(r, "callbacks", "callbacks", body))
 }
 

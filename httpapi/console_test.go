@@ -240,12 +240,16 @@ func TestConsole_pages(t *testing.T) {
 		status int
 		text   string
 	}{
-		"/console/deposits?minAmount=abc":      {400, "minAmount must be a positive whole number of IQD"},
-		"/console/deposits?site=s-nope":        {404, "site"},
-		"/console/tx/" + st.ID + "-999":        {404, "Not found"},
-		"/console/tx/nope":                     {404, "Not found"},
-		"/console/callbacks?status=sideways":   {400, "status must be pending, delivered or failed"},
-		"/console/withdrawals?cursor=garbage!": {400, "cursor"},
+		// A field is named by the form's label, not the API's parameter.
+		"/console/deposits?minAmount=abc":                  {400, "“<bdi>Amount from</bdi>” must be a positive whole number of IQD"},
+		"/console/deposits?minAmount=3000&maxAmount=2,000": {400, "“<bdi>Amount to</bdi>” is below “<bdi>Amount from</bdi>”"},
+		"/console/deposits?minAmount=abc&lang=ar":          {400, `الطلب غير صالح (<bdi>المبلغ من</bdi>): <bdi dir="ltr">“<bdi>المبلغ من</bdi>” must be`},
+		"/console/deposits?site=s-nope":                    {404, "no such site"},
+		"/console/tx/" + st.ID + "-999":                    {404, "Not found"},
+		"/console/tx/nope":                                 {404, "Not found"},
+		"/console/callbacks?status=sideways":               {400, "“<bdi>Status</bdi>” must be pending, delivered or failed"},
+		"/console/callbacks?site=s-nope":                   {404, "Site: no such site"},
+		"/console/withdrawals?cursor=garbage!":             {400, "cursor"},
 	} {
 		p := c.do("GET", path, "", nil)
 		require.Equal(t, want.status, p.status, path)
@@ -389,11 +393,12 @@ func TestConsole_refusals(t *testing.T) {
 		{"GET", "/console/nonexistent", 404, page, "there is no such page in the console"},
 		{"GET", "/console/logout", 405, page, "GET is not allowed here; the methods are POST"},
 		{"GET", "/console/api/nonexistent", 404, jsonType, `"code":"not_found"`},
-		{"GET", "/console/deposits?from=2026-13-01", 400, page, "from must be a date, YYYY-MM-DD (e.g. 2026-01-02)"},
-		{"GET", "/console/deposits?to=2026-01-02T15:04:05Z", 400, page, "to must be a date, YYYY-MM-DD"},
+		{"GET", "/console/deposits?from=2026-13-01", 400, page, "“<bdi>From</bdi>” must be a date, YYYY-MM-DD (e.g. 2026-01-02)"},
+		{"GET", "/console/deposits?to=2026-01-02T15:04:05Z", 400, page, "“<bdi>To</bdi>” must be a date, YYYY-MM-DD"},
 		// In Arabic the code's text and the field's label come first, the
-		// API's English words after them, isolated.
-		{"GET", "/console/deposits?from=2026-13-01&lang=ar", 400, page, `الطلب غير صالح (<bdi>من</bdi>): <bdi dir="ltr">from must be a date, YYYY-MM-DD`},
+		// API's English words after them, isolated, the field named by its
+		// label there too.
+		{"GET", "/console/deposits?from=2026-13-01&lang=ar", 400, page, `الطلب غير صالح (<bdi>من</bdi>): <bdi dir="ltr">“<bdi>من</bdi>” must be a date, YYYY-MM-DD`},
 		{"GET", "/console/nonexistent?lang=ckb", 404, page, `نەدۆزرایەوە: <bdi dir="ltr">there is no such page in the console</bdi>`},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
@@ -521,8 +526,8 @@ func TestConsole_txPage(t *testing.T) {
 	body := (&consoleClient{t: t, base: s.URL, token: adminToken}).do("GET", "/console/tx/"+d.TransactionID, "", nil).body
 	_, history, ok := strings.Cut(body, `id="tx-history"`)
 	require.True(t, ok)
-	assert.Contains(t, history, "<td><bdi>Omar Operator</bdi></td>")
-	assert.Contains(t, history, "<td><bdi>merchant</bdi></td>")
+	assert.Contains(t, history, `<td class="actor"><bdi>Omar Operator</bdi></td>`)
+	assert.Contains(t, history, `<td class="actor"><bdi>merchant</bdi></td>`)
 	assert.NotContains(t, body, op.ID)
 	h1 := regexp.MustCompile(`<h1>(.*?)</h1>`).FindStringSubmatch(body)
 	h2 := regexp.MustCompile(`<h2 id="history">(.*?)</h2>`).FindStringSubmatch(body)
@@ -552,5 +557,73 @@ func TestConsole_treasuriesReadTheStoreOnce(t *testing.T) {
 	for i, st := range sites {
 		assert.Contains(t, p.body, st.ID)
 		assert.Contains(t, p.body, records.Group(int64(1000*(i+1))))
+	}
+}
+
+// TestConsole_callbacksBySite: the callbacks list names each delivery's
+// site and is filtered by it (GET /ops/v1/callbacks's site filter), the
+// filter kept by the live refresh and the language links.
+func TestConsole_callbacksBySite(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{dispatcher: &dispatcherOptions{}})
+	s.seedBanks()
+	rcv := newReceiver(t, 200)
+	one := s.newSite(map[string]any{"name": "Shop One", "callbackUrl": rcv.url()}, 0)
+	two := s.newSite(map[string]any{"name": "Shop Two", "callbackUrl": rcv.url()}, 0)
+	id1 := s.eventID(t, one.ID, "deposit.approved.v1", s.approvedDeposit(t, one))
+	id2 := s.eventID(t, two.ID, "deposit.approved.v1", s.approvedDeposit(t, two))
+	s.waitDelivery(t, "", id1, "delivered", 0)
+	s.waitDelivery(t, "", id2, "delivered", 0)
+	c := &consoleClient{t: t, base: s.URL, token: adminToken}
+	row := func(body, id string) string {
+		i := strings.Index(body, `<tr id="cb-`+id+`"`)
+		if i < 0 {
+			return ""
+		}
+		return body[i : i+strings.Index(body[i:], "</tr>")]
+	}
+
+	all := c.do("GET", "/console/callbacks", "", nil)
+	require.Equal(t, 200, all.status)
+	assert.Contains(t, row(all.body, id1), `<td class="site"><bdi>Shop One</bdi></td>`)
+	assert.Contains(t, row(all.body, id2), `<td class="site"><bdi>Shop Two</bdi></td>`)
+	assert.Contains(t, all.body, `<option value="`+two.ID+`">Shop Two</option>`)
+
+	for _, path := range []string{"/console/callbacks?site=" + two.ID, "/console/callbacks?fragment=rows&site=" + two.ID} {
+		p := c.do("GET", path, "", nil)
+		require.Equal(t, 200, p.status, path)
+		assert.NotEmpty(t, row(p.body, id2), path)
+		assert.Empty(t, row(p.body, id1), "%s lists another site's delivery", path)
+	}
+	p := c.do("GET", "/console/callbacks?site="+two.ID+"&status=delivered", "", nil)
+	assert.Contains(t, p.body, `<option value="`+two.ID+`" selected>`)
+	assert.Contains(t, p.body, `data-live="/console/callbacks?fragment=rows&amp;site=`+two.ID+`&amp;status=delivered"`)
+	assert.Contains(t, p.body, `href="?site=`+two.ID+`&amp;status=delivered&amp;lang=ar"`)
+
+	// A site that does not exist is said so, not an empty list that would
+	// read as "nothing failed".
+	p = c.do("GET", "/console/callbacks?site=s-nope", "", nil)
+	require.Equal(t, 404, p.status)
+	assert.Contains(t, p.body, `id="search-error">Site: no such site</p>`)
+	p = c.do("GET", "/console/callbacks?site=s-nope&fragment=rows", "", nil)
+	require.Equal(t, 404, p.status)
+	assert.Equal(t, "text/plain; charset=utf-8", p.header.Get("Content-Type"))
+}
+
+// TestConsole_amountFilters: the queue's amount filters take an amount as
+// the form shows it, grouped (25,000), and in Arabic-Indic digits.
+func TestConsole_amountFilters(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(nil, 0)
+	small := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "a-1", "u1", 5000)))
+	big := rec(t, s.post(st, pathDeposit, depositForm("ZAINCASH", "a-2", "u2", 25000)))
+	c := &consoleClient{t: t, base: s.URL, token: adminToken}
+	for _, q := range []string{"minAmount=25%2C000", "minAmount=%D9%A2%D9%A5%D9%AC%D9%A0%D9%A0%D9%A0", "minAmount=20,000&maxAmount=30,000"} {
+		p := c.do("GET", "/console/deposits?"+q, "", nil)
+		require.Equal(t, 200, p.status, "%s: %s", q, p.body)
+		assert.Contains(t, p.body, `id="tx-`+big.TransactionID+`"`, q)
+		assert.NotContains(t, p.body, `id="tx-`+small.TransactionID+`"`, q)
 	}
 }

@@ -78,7 +78,7 @@ func TestHostedPage(t *testing.T) {
 			require.Equal(t, "text/html; charset=utf-8", hdr.Get("Content-Type"))
 			require.Equal(t, "no-store", hdr.Get("Cache-Control"))
 			require.Contains(t, body, `<html lang="`+c.wantLang+`" dir="`+c.dir+`">`)
-			require.Contains(t, body, `id="amount" data-value="`+itoa(c.amount)+`">`+c.shown+`<`)
+			require.Contains(t, body, `id="amount" data-value="`+itoa(c.amount)+`" data-requested="`+itoa(c.amount)+`" data-requested-text="`+c.shown+`">`+c.shown+`<`)
 			// Names and numbers others typed are isolated: a right-to-left
 			// override in one cannot reorder the text around it.
 			require.Contains(t, body, `.value,#merchant{font-weight:600;word-break:break-all;unicode-bidi:isolate}`)
@@ -87,7 +87,7 @@ func TestHostedPage(t *testing.T) {
 			require.Contains(t, body, `id="merchant">Test Site<`)
 			require.Contains(t, body, `data-status-url="/pay/`+d.rec.TransactionID+`/status?t=`+d.token+`"`)
 			require.Contains(t, body, `id="name">`+d.rec.BankAccountName+`<`)
-			require.Contains(t, body, `id="number">07801234567<`)
+			require.Contains(t, body, `id="number" data-value="07801234567">07801234567<`, "a phone number as it is")
 			require.Contains(t, body, c.bankName)
 			require.Contains(t, body, c.pending)
 			require.Contains(t, body, "data-copy=")
@@ -152,14 +152,16 @@ func TestHostedPage(t *testing.T) {
 		require.Equal(t, *en.rec.URL, *a.URL, "the url does not change")
 		code, _, body := fetchPage(t, *en.rec.URL)
 		require.Equal(t, 200, code)
-		require.Contains(t, body, ">Your deposit was received and approved.</p>")
+		// Approved for another amount than the one asked for: the page
+		// says which, and why.
+		require.Contains(t, body, ">Approved for 24,000 IQD: the amount received (25,000 IQD was requested).</p>")
 		require.NotContains(t, body, ">Waiting for your transfer…<")
 		require.NotContains(t, body, `id="number"`, "a final page no longer asks for a transfer")
 		require.NotContains(t, body, `http-equiv="refresh"`)
 
 		requireOK(t, s.ops("POST", "/ops/v1/deposits/"+ar.rec.TransactionID+"/approve", nil))
 		_, _, body = fetchPage(t, *ar.rec.URL)
-		require.Contains(t, body, "تم استلام إيداعك والموافقة عليه.")
+		require.Contains(t, body, ">تم استلام إيداعك والموافقة عليه.</p>", "approved for the amount asked for")
 		require.Contains(t, body, `dir="rtl"`)
 
 		requireOK(t, s.ops("POST", "/ops/v1/deposits/"+ku.rec.TransactionID+"/reject", map[string]any{"reason": "none"}))
@@ -386,5 +388,48 @@ func TestHostedPage_sandboxSaysTest(t *testing.T) {
 		require.Equal(t, 200, code, body)
 		require.Contains(t, body, `<p class="test" id="test" role="note">`+want)
 		require.Contains(t, body, "<title>TEST · ")
+	}
+}
+
+// TestHostedPage_readable: the number to pay to is shown as people read
+// it, a card number or an IBAN in groups of four, and copied as it is; the
+// page's numbers are in its language's digits; an approval for another
+// amount says which amount it was, and why, in the page's language.
+func TestHostedPage_readable(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(map[string]any{"hostedPage": true}, 0)
+	for _, c := range []struct{ bank, raw, shown string }{
+		{"QICARD", "6375000012345678", "6375 0000 1234 5678"},
+		{"NBI", "IQ56NBIQ123456789012345", "IQ56 NBIQ 1234 5678 9012 345"},
+		{"RAFIDAIN", "0012345678", "0012345678"},
+		{"ZAINCASH", "07801234567", "07801234567"},
+		{"GAMEWALLET", "store.wallet", "store.wallet"},
+	} {
+		d := rec(t, s.post(st, pathDeposit, depositForm(c.bank, "n-"+c.bank, "u-"+c.bank, 25000)))
+		_, _, body := fetchPage(t, *d.URL)
+		require.Contains(t, body, `id="number" data-value="`+c.raw+`">`+c.shown+`<`, c.bank)
+	}
+
+	for _, c := range []struct{ lang, digits, approvedFor string }{
+		{"en", "latn", "Approved for 24,000 IQD: the amount received (25,000 IQD was requested)."},
+		{"ar", "arab", "تمت الموافقة على ٢٤٬٠٠٠ د.ع: المبلغ الذي استُلم (كان المطلوب ٢٥٬٠٠٠ د.ع)."},
+		{"ku", "arab", "پەسەند کرا بە ٢٤٬٠٠٠ د.ع: ئەو بڕەی گەیشت (٢٥٬٠٠٠ د.ع داواکرابوو)."},
+	} {
+		f := depositForm("QICARD", "l-"+c.lang, "ul-"+c.lang, 25000)
+		f.Set("lang", c.lang)
+		d := rec(t, s.post(st, pathDeposit, f))
+		_, _, body := fetchPage(t, *d.URL)
+		require.Contains(t, body, `data-digits="`+c.digits+`"`, c.lang)
+		// The page's script says an approval for another amount as the
+		// server does (the status answer is unchanged: amount and
+		// amountText).
+		require.Contains(t, body, `data-approved-for="`+strings.NewReplacer("24,000 IQD", "{amount}", "25,000 IQD", "{requested}",
+			"٢٤٬٠٠٠ د.ع", "{amount}", "٢٥٬٠٠٠ د.ع", "{requested}").Replace(c.approvedFor)+`"`, c.lang)
+		requireOK(t, s.ops("POST", "/ops/v1/deposits/"+d.TransactionID+"/approve", map[string]any{"amount": 24000}))
+		_, _, body = fetchPage(t, *d.URL)
+		require.Contains(t, body, `class="state ok"`)
+		require.Contains(t, body, ">"+c.approvedFor+"</p>", c.lang)
 	}
 }

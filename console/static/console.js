@@ -12,6 +12,42 @@
   function t(k) { return texts[k] || k; }
   function group(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
 
+  // Amounts are typed and shown grouped (25,000) and sent as the plain
+  // integer. Arabic-Indic digits, which an Arabic or Kurdish keyboard
+  // types, are read as theirs.
+  function latinDigits(s) {
+    return s.replace(/[\u0660-\u0669]/g, function (d) { return d.charCodeAt(0) - 0x660; })
+      .replace(/[\u06F0-\u06F9]/g, function (d) { return d.charCodeAt(0) - 0x6F0; });
+  }
+  // amountOf is the integer an amount field holds; NaN when it holds
+  // anything else (the API then says what it needs).
+  function amountOf(v) {
+    var s = latinDigits(v).replace(/[\s,\u066C]/g, "").replace("\u2212", "-");
+    return /^-?\d+$/.test(s) ? +s : NaN;
+  }
+  // groupAmounts keeps input's amount grouped as it is typed, the caret
+  // after the same digit; signed lets it start with a minus.
+  function groupAmounts(input, signed) {
+    function format() {
+      var v = latinDigits(input.value);
+      var caret = input.selectionStart === null ? v.length : input.selectionStart;
+      var before = v.slice(0, caret).replace(/\D/g, "").length;
+      var neg = signed && /^\s*[-\u2212]/.test(v);
+      var digits = v.replace(/\D/g, "").replace(/^0+(?=\d)/, "");
+      var out = (neg ? "-" : "") + group(digits);
+      if (out === input.value) return;
+      input.value = out;
+      var pos = neg ? 1 : 0;
+      for (var n = 0; pos < out.length && n < before; pos++) {
+        if (out[pos] !== ",") n++;
+      }
+      if (document.activeElement === input) input.setSelectionRange(pos, pos);
+    }
+    input.addEventListener("input", format);
+    format();
+  }
+  document.querySelectorAll("input[data-group=amount]").forEach(function (i) { groupAmounts(i, false); });
+
   var flash = document.getElementById("flash");
   // say shows msg; detail, the API's own (English) words, follows it
   // isolated.
@@ -27,16 +63,30 @@
     flash.className = bad ? "error" : "ok";
   }
 
-  // fail states an API error answer: in English the API's message as it
-  // is, in another language the code's text and the field's label first
-  // (as console.T.Failure does), the message as the detail.
-  function fail(res) {
+  // fail states an API error answer as console.T.Failure states a page's:
+  // the field named by the label the operator sees (the dialog's own, else
+  // the console's for that parameter), never by the API's parameter; in
+  // English the API's message, in another language the code's text and the
+  // label first, the message as the detail.
+  function fail(res, a) {
+    var label = res.field || "";
+    (a ? a.fields : []).concat([[res.field, "field." + res.field]]).some(function (f) {
+      if (f[0] !== res.field || !texts[f[1]]) return false;
+      label = texts[f[1]];
+      return true;
+    });
+    var msg = res.message || t("error");
+    var named = false;
+    if (res.field && msg.slice(0, res.field.length) === res.field && !/\w/.test(msg.charAt(res.field.length))) {
+      msg = "\u201C" + label + "\u201D" + msg.slice(res.field.length);
+      named = true;
+    }
     var what = texts["err." + res.code];
     if (document.body.dataset.lang === "en" || !what) {
-      say(res.message || t("error"), true);
+      say(res.field && !named ? label + ": " + msg : msg, true);
       return;
     }
-    say(what + (res.field ? " (" + t(res.field) + ")" : ""), true, res.message);
+    say(what + (res.field ? " (" + label + ")" : ""), true, msg);
   }
 
   function api(path, body) {
@@ -55,13 +105,15 @@
       .then(function (r) { return r.ok ? r.text() : ""; });
   }
 
-  // Each action: the dialog's title, its fields, and the call it makes;
-  // tx marks the actions that move a transaction, where a 409
-  // invalid_transition means another operator moved it first.
+  // Each action: the dialog's title, its fields (name, label, kind:
+  // amount, signed amount or text; required), and the call it makes; tx
+  // marks the actions that move a transaction, where a 409
+  // invalid_transition means another operator moved it first; danger
+  // those whose confirmation is red.
   var actions = {
-    approve: { title: "confirmApprove", tx: true, fields: [["amount", "amountReceived", "number", true]],
-      call: function (id, v) { return api("deposits/" + id + "/approve", { amount: +v.amount }); } },
-    reject: { title: "confirmReject", tx: true, fields: [["reason", "reason", "text", true]],
+    approve: { title: "confirmApprove", tx: true, fields: [["amount", "amountReceived", "amount", true]],
+      call: function (id, v) { return api("deposits/" + id + "/approve", { amount: amountOf(v.amount) }); } },
+    reject: { title: "confirmReject", tx: true, danger: true, fields: [["reason", "reason", "text", true]],
       call: function (id, v, b) { return api((b.dataset.kind === "deposit" ? "deposits/" : "withdrawals/") + id + "/reject", { reason: v.reason }); } },
     take: { title: "confirmTake", tx: true, fields: [],
       call: function (id) { return api("withdrawals/" + id + "/process"); } },
@@ -69,8 +121,8 @@
       call: function (id, v) { return api("withdrawals/" + id + "/pay", v.reference ? { reference: v.reference } : {}); } },
     resend: { title: "resend", fields: [],
       call: function (id) { return api("callbacks/" + id + "/resend"); } },
-    adjust: { title: "adjust", fields: [["amount", "adjustAmount", "number", true], ["reason", "reason", "text", true]],
-      call: function (id, v) { return api("sites/" + id + "/adjustments", { amount: +v.amount, reason: v.reason }); } }
+    adjust: { title: "adjust", fields: [["amount", "adjustAmount", "signed", true], ["reason", "reason", "text", true]],
+      call: function (id, v) { return api("sites/" + id + "/adjustments", { amount: amountOf(v.amount), reason: v.reason }); } }
   };
 
   // showIds writes ids into el, each isolated: a processId is the
@@ -106,12 +158,15 @@
       var label = document.createElement("label");
       label.textContent = t(f[1]) + " ";
       var input = document.createElement("input");
-      input.name = f[0]; input.id = "dialog-" + f[0]; input.type = f[2]; input.required = f[3];
-      if (f[2] === "number") { input.step = "1"; input.inputMode = "numeric"; }
+      input.name = f[0]; input.id = "dialog-" + f[0]; input.type = "text"; input.required = f[3];
+      input.autocomplete = "off";
       if (f[0] === "amount" && button.dataset.amount) input.value = button.dataset.amount;
       label.appendChild(input);
       box.appendChild(label);
+      if (f[2] === "amount") input.inputMode = "numeric";
+      if (f[2] === "amount" || f[2] === "signed") groupAmounts(input, f[2] === "signed");
     });
+    document.getElementById("dialog-ok").className = "primary" + (a.danger ? " danger" : "");
     open = { a: a, id: id, button: button };
     dialog.showModal();
     var first = box.querySelector("input") || document.getElementById("dialog-ok");
@@ -131,7 +186,7 @@
       } else if (isRace(o.a, res)) {
         whoWon(o.id).then(function (who) { say(t("conflict") + ": " + (who || res.message), true); });
       } else {
-        fail(res);
+        fail(res, o.a);
       }
       refresh();
     }, function () { say(t("error"), true); });
