@@ -23,11 +23,12 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-// served are the pages, by name: every document for merchants and
-// operators. ARCHITECTURE.md is about the code, not its use, and is left
-// out.
+// served are the pages, by name: the documents of the APIs.
+// ARCHITECTURE.md is about the code, not its use; console.md is about the
+// console, which the gateway serves, and shows it in screenshots, which
+// are not embedded.
 //
-//go:embed callbacks.md console.md errors.md events.md merchant-api.md metrics.md operator-api.md
+//go:embed callbacks.md errors.md events.md merchant-api.md metrics.md operator-api.md
 var served embed.FS
 
 // Page is a rendered document.

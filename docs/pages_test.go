@@ -25,6 +25,7 @@ func TestPages_linksResolve(t *testing.T) {
 		pg, ok, err := p.Get(n)
 		require.NoError(t, err)
 		require.True(t, ok)
+		assert.NotContains(t, string(pg.HTML), "<img", "%s shows an image, which is not served", n)
 		ids[n] = map[string]bool{}
 		for _, m := range idRe.FindAllStringSubmatch(string(pg.HTML), -1) {
 			ids[n][m[1]] = true
