@@ -851,20 +851,26 @@ func TestCallbackRetry_hashAfterRotation(t *testing.T) {
 	rcv.code.Store(200)
 	rcv.release <- 500
 	calls := rcv.waitCalls(t, tx, 2)
-	type body struct {
+	bankID, first := callbackHash(t, calls[0].Body)
+	_, retry := callbackHash(t, calls[1].Body)
+	assert.Equal(t, responseHash(st.Secret, tx, bankID, 5000), first, "the first attempt, before the rotation")
+	assert.Equal(t, calls[0].ID, calls[1].ID)
+	assert.Equal(t, responseHash(rotated.Secret, tx, bankID, 5000), retry, "the retry, after it")
+	assert.Equal(t, rec(t, s.get(site{ID: st.ID, AppKey: st.AppKey, Secret: rotated.Secret}, "/v1/transactions/"+tx, "")).Hash, retry,
+		"the hash a lookup shows")
+}
+
+// callbackHash returns the bankId and hash of a callback body's record.
+func callbackHash(t testing.TB, b []byte) (bankID, hash string) {
+	t.Helper()
+	var body struct {
 		Data struct {
 			BankID string `json:"bankId"`
 			Hash   string `json:"hash"`
 		} `json:"data"`
 	}
-	var first, retry body
-	require.NoError(t, json.Unmarshal(calls[0].Body, &first))
-	require.NoError(t, json.Unmarshal(calls[1].Body, &retry))
-	assert.Equal(t, responseHash(st.Secret, tx, first.Data.BankID, 5000), first.Data.Hash, "the first attempt, before the rotation")
-	assert.Equal(t, calls[0].ID, calls[1].ID)
-	assert.Equal(t, responseHash(rotated.Secret, tx, retry.Data.BankID, 5000), retry.Data.Hash, "the retry, after it")
-	assert.Equal(t, rec(t, s.get(site{ID: st.ID, AppKey: st.AppKey, Secret: rotated.Secret}, "/v1/transactions/"+tx, "")).Hash, retry.Data.Hash,
-		"the hash a lookup shows")
+	require.NoError(t, json.Unmarshal(b, &body))
+	return body.Data.BankID, body.Data.Hash
 }
 
 // TestCallbackHash_duringOverlap: while a rotated signing secret's overlap
@@ -884,19 +890,9 @@ func TestCallbackHash_duringOverlap(t *testing.T) {
 	for _, ss := range streams {
 		ss.next() // its position
 	}
-	hashOf := func(b []byte) (string, string) {
-		var body struct {
-			Data struct {
-				BankID string `json:"bankId"`
-				Hash   string `json:"hash"`
-			} `json:"data"`
-		}
-		require.NoError(t, json.Unmarshal(b, &body))
-		return body.Data.BankID, body.Data.Hash
-	}
 	tx := s.approvedDeposit(t, old)
 	first := rcv.waitCalls(t, tx, 1)[0]
-	bankID, h := hashOf(first.Body)
+	bankID, h := callbackHash(t, first.Body)
 	assert.Equal(t, responseHash(old.Secret, tx, bankID, 5000), h, "a delivery during the overlap: the previous secret")
 	for name, ss := range streams {
 		ev := ss.next()
@@ -904,7 +900,7 @@ func TestCallbackHash_duringOverlap(t *testing.T) {
 			Body json.RawMessage `json:"body"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(ev.Data), &se))
-		_, h := hashOf(se.Body)
+		_, h := callbackHash(t, se.Body)
 		secret := map[string]string{"old": old.Secret, "new": cur.Secret}[name]
 		assert.Equal(t, responseHash(secret, tx, bankID, 5000), h, "a stream signed with the %s secret", name)
 	}
@@ -919,8 +915,8 @@ func TestCallbackHash_duringOverlap(t *testing.T) {
 	rcv.code.Store(200)
 	rcv.release <- 500
 	calls := rcv.waitCalls(t, tx2, 2)
-	_, h1 := hashOf(calls[0].Body)
-	_, h2 := hashOf(calls[1].Body)
+	_, h1 := callbackHash(t, calls[0].Body)
+	_, h2 := callbackHash(t, calls[1].Body)
 	assert.Equal(t, responseHash(old.Secret, tx2, bankID, 5000), h1, "the first attempt, during the first overlap")
 	assert.Equal(t, responseHash(third.Secret, tx2, bankID, 5000), h2, "the retry, with no overlap left")
 	assert.Equal(t, calls[0].ID, calls[1].ID)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,21 +88,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "ledgerctl cluster: %v\n", err)
 		return exitError
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
-	} else {
-		err = rep.writeText(stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "ledgerctl cluster: %v\n", err)
-		return exitError
-	}
-	if !rep.OK {
-		return exitMismatch
-	}
-	return exitOK
+	return printReport(stdout, stderr, "cluster", *asJSON, rep, rep.writeText, rep.OK)
 }
 
 // clusterPlacement asks for every stream of the account by name and then

@@ -332,18 +332,25 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
 		return exitError
 	}
-	if *asJSON {
+	return printReport(stdout, stderr, "audit", *asJSON, rep, rep.WriteText, rep.OK)
+}
+
+// printReport writes a command's report, as indented JSON or as text, and
+// returns its exit code: exitMismatch when the report is not ok.
+func printReport(stdout, stderr io.Writer, cmd string, asJSON bool, rep any, text func(io.Writer) error, ok bool) int {
+	var err error
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = rep.WriteText(stdout)
+		err = text(stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
+		fmt.Fprintf(stderr, "ledgerctl %s: %v\n", cmd, err)
 		return exitError
 	}
-	if !rep.OK {
+	if !ok {
 		return exitMismatch
 	}
 	return exitOK
