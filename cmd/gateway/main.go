@@ -262,6 +262,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 		return err
 	}
 	ln, err := net.Listen("tcp", o.http)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen %s: %w: another program (or another gateway) listens there; give this one another address with --http (GATEWAY_HTTP), e.g. --http 127.0.0.1:9090", o.http, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.http, err)
 	}

@@ -226,6 +226,21 @@ func TestRun_natsListenWithoutCredentials(t *testing.T) {
 	assert.Contains(t, stderr.String(), "--admin-token must be at least 32 characters")
 }
 
+// TestRun_portTaken: a gateway whose --http address is taken says so and
+// names the flag that picks another.
+func TestRun_portTaken(t *testing.T) {
+	testkit.SetEnv(t, gatewayEnv, nil)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--http", taken.Addr().String(), "--data", t.TempDir(), "--admin-token", testToken},
+		io.Discard, &stderr)
+	assert.Equal(t, 1, code, stderr.String())
+	assert.Contains(t, stderr.String(), "address already in use")
+	assert.Contains(t, stderr.String(), "--http (GATEWAY_HTTP)")
+}
+
 // checkParsed judges one flag-parsing case: the error it wants, or the
 // options check passes.
 func checkParsed[O any](t *testing.T, o O, err error, wantErr string, check func(*testing.T, O)) {
