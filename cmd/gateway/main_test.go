@@ -82,6 +82,16 @@ func TestParseFlags(t *testing.T) {
 		{name: "demo allows private callbacks", args: []string{"--demo"},
 			check: func(t *testing.T, o options) { assert.True(t, o.cb.allowPrivate) }},
 		{name: "bad sync", args: []string{"--sync", "sometimes"}, wantErr: "--sync"},
+		{name: "nats start timeout by default", check: func(t *testing.T, o options) { assert.Equal(t, 2*time.Minute, o.natsStartTimeout) }},
+		{name: "nats start timeout", args: []string{"--nats-start-timeout", "10m"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 10*time.Minute, o.natsStartTimeout) }},
+		{name: "nats start timeout by env", env: map[string]string{"GATEWAY_NATS_START_TIMEOUT": "90s"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 90*time.Second, o.natsStartTimeout) }},
+		{name: "nats start timeout flag beats env", args: []string{"--nats-start-timeout", "3m"}, env: map[string]string{"GATEWAY_NATS_START_TIMEOUT": "90s"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 3*time.Minute, o.natsStartTimeout) }},
+		{name: "nats start timeout that is no duration by env", env: map[string]string{"GATEWAY_NATS_START_TIMEOUT": "5"},
+			wantErr: `GATEWAY_NATS_START_TIMEOUT must be a duration such as 5m, not "5"`},
+		{name: "nats start timeout zero", args: []string{"--nats-start-timeout", "0s"}, wantErr: "--nats-start-timeout must be positive, not 0s"},
 		{name: "memory limit", args: []string{"--admin-token", testToken, "--memory-limit", "450MiB"},
 			check: func(t *testing.T, o options) { assert.Equal(t, "450MiB", o.memoryLimit) }},
 		{name: "memory limit from env", env: map[string]string{"GATEWAY_MEMORY_LIMIT": "2GiB"}, args: []string{"--admin-token", testToken},
@@ -178,7 +188,7 @@ var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEW
 	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
 	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
 	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL", "GATEWAY_BATCH_MIN",
-	"GATEWAY_MEMORY_LIMIT"}
+	"GATEWAY_MEMORY_LIMIT", "GATEWAY_NATS_START_TIMEOUT"}
 
 // newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
 // writes it.
@@ -217,6 +227,19 @@ func TestRun_natsListenWithoutCredentials(t *testing.T) {
 	code = run(context.Background(), []string{"--admin-token", "short"}, io.Discard, &stderr)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "--admin-token must be at least 32 characters")
+}
+
+// TestRun_natsStartTimeout: an embedded server not ready within
+// --nats-start-timeout stops the gateway (exit 1) with an error that says
+// what it waited for and names the flag that gives it longer.
+func TestRun_natsStartTimeout(t *testing.T) {
+	testkit.SetEnv(t, gatewayEnv, nil)
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--http", "127.0.0.1:0", "--data", t.TempDir(), "--admin-token", testToken,
+		"--nats-start-timeout", "1ns"}, io.Discard, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "embedded nats: not ready in time: waited 1ns for the server to")
+	assert.Contains(t, stderr.String(), "--nats-start-timeout (GATEWAY_NATS_START_TIMEOUT, 1ns now) gives it longer")
 }
 
 // checkParsed judges one flag-parsing case: the error it wants, or the
