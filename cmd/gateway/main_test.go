@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -684,6 +685,66 @@ func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *testkit.B
 	return cmd, out
 }
 
+// The lines in which the gateway logs the addresses it took.
+var (
+	listeningLine = regexp.MustCompile(`msg="gateway listening" http=(\S+)`)
+	embeddedLine  = regexp.MustCompile(`msg="embedded JetStream" .*natsListen=(\S+)`)
+)
+
+// startOnOwnPorts runs the gateway subprocess on ports it picks itself
+// (--http 127.0.0.1:0, and --nats-listen 127.0.0.1:0 when exposeNATS),
+// reads from its log the addresses it took, and waits for /readyz. A port
+// the test picked and released (freeAddr) can be taken by another process
+// before the gateway binds it: a busy machine, a parallel `go test ./...`,
+// binds ports all the time.
+func startOnOwnPorts(t *testing.T, exposeNATS bool, args ...string) (httpAddr, natsAddr string, out *testkit.Buffer) {
+	t.Helper()
+	own := []string{"--http", "127.0.0.1:0", "--admin-token", testToken, "--log-level", "info"}
+	if exposeNATS {
+		own = append(own, "--nats-listen", "127.0.0.1:0")
+	}
+	cmd, out := spawn(t, append(own, args...)...)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = cmd.Wait()
+	}()
+	// Before spawn's cleanup, which then finds the process waited for.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	logged := func(re *regexp.Regexp) string {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	// On failure spawn's cleanup logs the gateway's output.
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the gateway stopped before it was ready")
+		default:
+		}
+		if httpAddr = logged(listeningLine); httpAddr == "" {
+			return false
+		}
+		res, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	}, "gateway %s ready", args[0])
+	if exposeNATS {
+		// Logged once the server listens, before the ledger opens.
+		natsAddr = logged(embeddedLine)
+		require.NotEmpty(t, natsAddr, "the embedded server's address is logged")
+	}
+	return httpAddr, natsAddr, out
+}
+
 // TestDemoIsIdempotent starts --demo twice on one data directory: the same
 // site keys are printed, the printed curl works, and no method is doubled.
 func TestDemoIsIdempotent(t *testing.T) {
@@ -764,10 +825,9 @@ func TestExternalNATS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	natsAddr, a1, a2 := freeAddr(t), freeAddr(t), freeAddr(t)
 	natsFlags, _ := natsPassword(t)
-	startWith(t, a1, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, natsFlags...)...)
-	startWith(t, a2, append([]string{"--nats", "nats://" + natsAddr}, natsFlags...)...)
+	a1, natsAddr, _ := startOnOwnPorts(t, true, append([]string{"--data", t.TempDir()}, natsFlags...)...)
+	a2, _, _ := startOnOwnPorts(t, false, append([]string{"--nats", "nats://" + natsAddr}, natsFlags...)...)
 	b1, b2 := "http://"+a1, "http://"+a2
 	opsCall(t, b1, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
 		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
@@ -865,8 +925,7 @@ func TestNATSListen_credentials(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			natsAddr, addr := freeAddr(t), freeAddr(t)
-			_, out := startWith(t, addr, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, c.args...)...)
+			_, natsAddr, out := startOnOwnPorts(t, true, append([]string{"--data", t.TempDir()}, c.args...)...)
 			if c.good == nil {
 				_, err := ledgerStream(natsAddr)
 				assert.NoError(t, err, "--nats-listen-insecure takes anyone")
@@ -893,12 +952,11 @@ func TestExternalNATS_wrongCredentials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	natsAddr := freeAddr(t)
 	natsFlags, _ := natsPassword(t)
-	startWith(t, freeAddr(t), append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, natsFlags...)...)
+	_, natsAddr, _ := startOnOwnPorts(t, true, append([]string{"--data", t.TempDir()}, natsFlags...)...)
 	for _, args := range [][]string{
-		{"--http", freeAddr(t), "--nats", "nats://" + natsAddr, "--nats-user", "gw", "--nats-password", "guess"},
-		{"callbacks", "--nats", "nats://" + natsAddr},
+		{"--http", "127.0.0.1:0", "--nats", "nats://" + natsAddr, "--nats-user", "gw", "--nats-password", "guess"},
+		{"callbacks", "--http", "127.0.0.1:0", "--nats", "nats://" + natsAddr},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			cmd, out := spawn(t, args...)
