@@ -208,6 +208,18 @@ func (f *fixture) consumerDone() bool {
 	return info.NumAckPending == 0 && info.NumPending == 0 && info.Delivered.Stream >= last
 }
 
+// loseLease takes the active dispatcher's lease from under it, as its
+// expiry does when the dispatcher cannot renew it in time: its next renewal
+// finds another revision, and the term ends.
+func (f *fixture) loseLease() {
+	f.t.Helper()
+	js, err := jetstream.New(f.nc)
+	require.NoError(f.t, err)
+	kv, err := js.KeyValue(context.Background(), "CALLBACKS_LEASE")
+	require.NoError(f.t, err)
+	require.NoError(f.t, kv.Delete(context.Background(), leaseKey))
+}
+
 // callback is one request a receiver got.
 type callback struct {
 	ID, Timestamp, Signature string
@@ -222,7 +234,8 @@ type callback struct {
 }
 
 // receiver is a merchant endpoint; answer decides each response (nil:
-// 200). It records every request.
+// 200, negative: no answer until the caller gives up). It records every
+// request, and how many it was holding at once.
 type receiver struct {
 	t      testing.TB
 	srv    *httptest.Server
@@ -230,6 +243,8 @@ type receiver struct {
 	got    []callback
 	answer func(c callback, n int) (int, http.Header)
 	hang   chan struct{}
+	// open counts the requests being handled; peak is its highest.
+	open, peak int
 }
 
 func newReceiver(t testing.TB, answer func(c callback, n int) (int, http.Header)) *receiver {
@@ -241,6 +256,13 @@ func newReceiver(t testing.TB, answer func(c callback, n int) (int, http.Header)
 		_ = json.Unmarshal(b, &c.Msg)
 		r.mu.Lock()
 		r.got = append(r.got, c)
+		r.open++
+		r.peak = max(r.peak, r.open)
+		defer func() {
+			r.mu.Lock()
+			r.open--
+			r.mu.Unlock()
+		}()
 		n := 0
 		for _, g := range r.got {
 			if g.ID == c.ID {
@@ -279,6 +301,14 @@ func (r *receiver) calls() []callback {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]callback(nil), r.got...)
+}
+
+// inFlight is how many requests the receiver is handling now, and the
+// most it ever handled at once.
+func (r *receiver) inFlight() (now, peak int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.open, r.peak
 }
 
 // byTx returns the requests for a transaction, in arrival order.

@@ -189,7 +189,7 @@ func TestCallbacks_deliveredByTheGateway(t *testing.T) {
 // startDispatcher runs 'gateway callbacks' against the NATS at natsAddr
 // with the credential flags natsFlags.
 func startDispatcher(t *testing.T, natsAddr string, natsFlags []string) *exec.Cmd {
-	cmd, _ := spawn(t, append([]string{"callbacks", "--nats", "nats://" + natsAddr, "--http", freeAddr(t), "--callback-allow-private",
+	cmd, _ := spawn(t, append([]string{"callbacks", "--nats", "nats://" + natsAddr, "--http", "127.0.0.1:0", "--callback-allow-private",
 		"--callback-ack-wait", "3s", "--callback-lease-ttl", "2s", "--log-level", "warn"}, natsFlags...)...)
 	return cmd
 }
@@ -221,9 +221,8 @@ func TestCallbacks_standaloneDispatcherKilledAfter2xx(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	natsAddr, addr := freeAddr(t), freeAddr(t)
 	natsFlags, auth := natsSeed(t)
-	startWith(t, addr, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr, "--callbacks=false"}, natsFlags...)...)
+	addr, natsAddr, _ := startOnOwnPorts(t, true, append([]string{"--data", t.TempDir(), "--callbacks=false"}, natsFlags...)...)
 	base := "http://" + addr
 	rcv := newHookReceiver(t)
 	txs := siteWithHooks(t, base, rcv, 3)

@@ -54,7 +54,9 @@ type options struct {
 	http, nats, data, sync, natsListen string
 	// natsListenInsecure lets --nats-listen run without credentials.
 	natsListenInsecure bool
-	natsCreds          natsauth.Flags
+	// natsStartTimeout bounds the embedded server's start.
+	natsStartTimeout time.Duration
+	natsCreds        natsauth.Flags
 	// natsAuth is what natsCreds read: the credential the embedded server
 	// accepts, or the one presented to the --nats server.
 	natsAuth                   jsstore.Auth
@@ -96,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.natsListen, "nats-listen", env("GATEWAY_NATS_LISTEN", ""), "expose the embedded server's client port, e.g. 127.0.0.1:4222; needs credentials (--nats-user or --nats-nkey-seed-file) [GATEWAY_NATS_LISTEN]")
 	fs.BoolVar(&o.natsListenInsecure, "nats-listen-insecure", envBool("GATEWAY_NATS_LISTEN_INSECURE", false), "let --nats-listen accept clients without credentials, who can then read every site's secrets (development only) [GATEWAY_NATS_LISTEN_INSECURE]")
 	o.natsCreds.Register(fs, "the embedded server's --nats-listen port (and this process) or the --nats server")
+	startEnvErr := natsStartTimeoutFlag(fs, &o.natsStartTimeout)
 	fs.BoolVar(&o.demo, "demo", false, "create a demo site and methods if missing and print their keys (implies --callback-allow-private)")
 	// GATEWAY_ADMIN_TOKEN is read by check, not given as the default: -help prints defaults.
 	fs.StringVar(&o.adminToken, "admin-token", "", "operator bearer token, at least 32 characters; generated and printed once when empty [GATEWAY_ADMIN_TOKEN]")
@@ -129,6 +132,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if u, err := url.Parse(o.docsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			return o, fmt.Errorf("--docs-url must be an absolute http or https URL without a query or fragment, not %q", o.docsURL)
 		}
+	}
+	if startEnvErr != nil {
+		return o, startEnvErr
+	}
+	if o.natsStartTimeout <= 0 {
+		return o, fmt.Errorf("--nats-start-timeout must be positive, not %s", o.natsStartTimeout)
 	}
 	if batchEnvErr != nil {
 		return o, fmt.Errorf("GATEWAY_BATCH_MIN must be a whole number, not %q", os.Getenv("GATEWAY_BATCH_MIN"))
@@ -296,32 +305,12 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	var nc *nats.Conn
 	if o.nats == "" {
-		// Two embedded servers on one directory corrupt it: held until
-		// this process ends, however it ends. LockDir makes the
-		// directory when it is missing.
-		unlock, err := jsstore.LockDir(o.data)
-		if err != nil {
+		setWaiting("starting the embedded NATS server")
+		var stopEmbedded func()
+		if nc, stopEmbedded, err = runEmbedded(o, log); err != nil {
 			return err
 		}
-		defer unlock()
-		ns, err := jsstore.RunServer(jsstore.ServerConfig{Dir: o.data, SyncAlways: o.sync == "always" && !storeSyncs(o),
-			SyncInterval: serverSyncInterval(o), Listen: o.natsListen, Auth: o.natsAuth})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			ns.Shutdown()
-			ns.WaitForShutdown()
-		}()
-		// The server wants the credential from its in-process clients too.
-		if nc, err = jsstore.ConnectInProcess(ns, "gateway", authOpts...); err != nil {
-			return err
-		}
-		log.Info("embedded JetStream", "dir", o.data, "sync", o.sync, "fsyncByGateway", storeSyncs(o), "natsListen", o.natsListen, "natsAuth", o.natsAuth)
-		if o.natsListen != "" && o.natsAuth.IsZero() {
-			log.Warn("--nats-listen-insecure: the embedded NATS server accepts clients without credentials; "+
-				"anyone who reaches the port can read every site's secrets and append events", "natsListen", o.natsListen)
-		}
+		defer stopEmbedded()
 	} else if nc, err = jsstore.Connect(o.nats, "gateway", authOpts...); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +90,16 @@ func TestParseFlags(t *testing.T) {
 		{name: "docs url not absolute", args: []string{"--docs-url", "/docs"}, wantErr: "--docs-url must be an absolute http or https URL"},
 		{name: "docs url with a fragment", args: []string{"--docs-url", "https://d.example/x#errors"}, wantErr: "--docs-url"},
 		{name: "docs url of another scheme", args: []string{"--docs-url", "javascript:alert(1)"}, wantErr: "--docs-url"},
+		{name: "nats start timeout by default", check: func(t *testing.T, o options) { assert.Equal(t, 2*time.Minute, o.natsStartTimeout) }},
+		{name: "nats start timeout", args: []string{"--nats-start-timeout", "10m"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 10*time.Minute, o.natsStartTimeout) }},
+		{name: "nats start timeout by env", env: map[string]string{"GATEWAY_NATS_START_TIMEOUT": "90s"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 90*time.Second, o.natsStartTimeout) }},
+		{name: "nats start timeout flag beats env", args: []string{"--nats-start-timeout", "3m"}, env: map[string]string{"GATEWAY_NATS_START_TIMEOUT": "90s"},
+			check: func(t *testing.T, o options) { assert.Equal(t, 3*time.Minute, o.natsStartTimeout) }},
+		{name: "nats start timeout that is no duration by env", env: map[string]string{"GATEWAY_NATS_START_TIMEOUT": "5"},
+			wantErr: `GATEWAY_NATS_START_TIMEOUT must be a duration such as 5m, not "5"`},
+		{name: "nats start timeout zero", args: []string{"--nats-start-timeout", "0s"}, wantErr: "--nats-start-timeout must be positive, not 0s"},
 		{name: "memory limit", args: []string{"--admin-token", testToken, "--memory-limit", "450MiB"},
 			check: func(t *testing.T, o options) { assert.Equal(t, "450MiB", o.memoryLimit) }},
 		{name: "memory limit from env", env: map[string]string{"GATEWAY_MEMORY_LIMIT": "2GiB"}, args: []string{"--admin-token", testToken},
@@ -185,7 +196,7 @@ var gatewayEnv = []string{"GATEWAY_HTTP", "GATEWAY_SYNC", "GATEWAY_DATA", "GATEW
 	"GATEWAY_CALLBACK_ALLOW_PRIVATE", "GATEWAY_CALLBACK_RETRY", "GATEWAY_CALLBACKS", "GATEWAY_NATS", "GATEWAY_NATS_LISTEN",
 	"GATEWAY_NATS_LISTEN_INSECURE", "GATEWAY_NATS_USER", "GATEWAY_NATS_PASSWORD", "GATEWAY_NATS_PASSWORD_FILE",
 	"GATEWAY_NATS_NKEY_SEED_FILE", "GATEWAY_LOG_FORMAT", "GATEWAY_LOG_LEVEL", "GATEWAY_BATCH_MIN",
-	"GATEWAY_MEMORY_LIMIT", "GATEWAY_DOCS_URL"}
+	"GATEWAY_MEMORY_LIMIT", "GATEWAY_DOCS_URL", "GATEWAY_NATS_START_TIMEOUT"}
 
 // newSeed returns a fresh user nkey seed, with a newline as 'nk -gen user'
 // writes it.
@@ -239,6 +250,19 @@ func TestRun_portTaken(t *testing.T) {
 	assert.Equal(t, 1, code, stderr.String())
 	assert.Contains(t, stderr.String(), "address already in use")
 	assert.Contains(t, stderr.String(), "--http (GATEWAY_HTTP)")
+}
+
+// TestRun_natsStartTimeout: an embedded server not ready within
+// --nats-start-timeout stops the gateway (exit 1) with an error that says
+// what it waited for and names the flag that gives it longer.
+func TestRun_natsStartTimeout(t *testing.T) {
+	testkit.SetEnv(t, gatewayEnv, nil)
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"--http", "127.0.0.1:0", "--data", t.TempDir(), "--admin-token", testToken,
+		"--nats-start-timeout", "1ns"}, io.Discard, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "embedded nats: not ready in time: waited 1ns for the server to")
+	assert.Contains(t, stderr.String(), "--nats-start-timeout (GATEWAY_NATS_START_TIMEOUT, 1ns now) gives it longer")
 }
 
 // checkParsed judges one flag-parsing case: the error it wants, or the
@@ -683,6 +707,66 @@ func startWith(t *testing.T, addr string, args ...string) (*exec.Cmd, *testkit.B
 	return cmd, out
 }
 
+// The lines in which the gateway logs the addresses it took.
+var (
+	listeningLine = regexp.MustCompile(`msg="gateway listening" http=(\S+)`)
+	embeddedLine  = regexp.MustCompile(`msg="embedded JetStream" .*natsListen=(\S+)`)
+)
+
+// startOnOwnPorts runs the gateway subprocess on ports it picks itself
+// (--http 127.0.0.1:0, and --nats-listen 127.0.0.1:0 when exposeNATS),
+// reads from its log the addresses it took, and waits for /readyz. A port
+// the test picked and released (freeAddr) can be taken by another process
+// before the gateway binds it: a busy machine, a parallel `go test ./...`,
+// binds ports all the time.
+func startOnOwnPorts(t *testing.T, exposeNATS bool, args ...string) (httpAddr, natsAddr string, out *testkit.Buffer) {
+	t.Helper()
+	own := []string{"--http", "127.0.0.1:0", "--admin-token", testToken, "--log-level", "info"}
+	if exposeNATS {
+		own = append(own, "--nats-listen", "127.0.0.1:0")
+	}
+	cmd, out := spawn(t, append(own, args...)...)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = cmd.Wait()
+	}()
+	// Before spawn's cleanup, which then finds the process waited for.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	logged := func(re *regexp.Regexp) string {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	// On failure spawn's cleanup logs the gateway's output.
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the gateway stopped before it was ready")
+		default:
+		}
+		if httpAddr = logged(listeningLine); httpAddr == "" {
+			return false
+		}
+		res, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 200
+	}, "gateway %s ready", args[0])
+	if exposeNATS {
+		// Logged once the server listens, before the ledger opens.
+		natsAddr = logged(embeddedLine)
+		require.NotEmpty(t, natsAddr, "the embedded server's address is logged")
+	}
+	return httpAddr, natsAddr, out
+}
+
 // TestDemoIsIdempotent starts --demo twice on one data directory: the same
 // site keys are printed, the printed curl works, and no method is doubled.
 func TestDemoIsIdempotent(t *testing.T) {
@@ -768,10 +852,9 @@ func TestExternalNATS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	natsAddr, a1, a2 := freeAddr(t), freeAddr(t), freeAddr(t)
 	natsFlags, _ := natsPassword(t)
-	startWith(t, a1, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, natsFlags...)...)
-	startWith(t, a2, append([]string{"--nats", "nats://" + natsAddr}, natsFlags...)...)
+	a1, natsAddr, _ := startOnOwnPorts(t, true, append([]string{"--data", t.TempDir()}, natsFlags...)...)
+	a2, _, _ := startOnOwnPorts(t, false, append([]string{"--nats", "nats://" + natsAddr}, natsFlags...)...)
 	b1, b2 := "http://"+a1, "http://"+a2
 	opsCall(t, b1, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
 		"identifierKind": "PHONE", "minAmount": 1000, "maxAmount": 1_000_000, "deposit": true, "withdraw": true,
@@ -869,8 +952,7 @@ func TestNATSListen_credentials(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			natsAddr, addr := freeAddr(t), freeAddr(t)
-			_, out := startWith(t, addr, append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, c.args...)...)
+			_, natsAddr, out := startOnOwnPorts(t, true, append([]string{"--data", t.TempDir()}, c.args...)...)
 			if c.good == nil {
 				_, err := ledgerStream(natsAddr)
 				assert.NoError(t, err, "--nats-listen-insecure takes anyone")
@@ -897,12 +979,11 @@ func TestExternalNATS_wrongCredentials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	natsAddr := freeAddr(t)
 	natsFlags, _ := natsPassword(t)
-	startWith(t, freeAddr(t), append([]string{"--data", t.TempDir(), "--nats-listen", natsAddr}, natsFlags...)...)
+	_, natsAddr, _ := startOnOwnPorts(t, true, append([]string{"--data", t.TempDir()}, natsFlags...)...)
 	for _, args := range [][]string{
-		{"--http", freeAddr(t), "--nats", "nats://" + natsAddr, "--nats-user", "gw", "--nats-password", "guess"},
-		{"callbacks", "--nats", "nats://" + natsAddr},
+		{"--http", "127.0.0.1:0", "--nats", "nats://" + natsAddr, "--nats-user", "gw", "--nats-password", "guess"},
+		{"callbacks", "--http", "127.0.0.1:0", "--nats", "nats://" + natsAddr},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			cmd, out := spawn(t, args...)

@@ -3,6 +3,7 @@ package jsstore
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
@@ -30,7 +31,24 @@ type ServerConfig struct {
 	// it lets whoever reaches the port read every site's secrets, so the
 	// gateway refuses that unless told it is meant (--nats-listen-insecure).
 	Auth Auth
+	// StartTimeout bounds the wait for the server to accept connections
+	// (default DefaultStartTimeout). Most of it is the server recovering
+	// every stream's state from Dir: its message blocks, and all of them
+	// when a stream's index was not written at the last stop (a crash).
+	// That takes longer the more history Dir holds and the busier the
+	// machine.
+	StartTimeout time.Duration
+	// Logger is told every few seconds, while the start takes its time,
+	// what it waits for (nil: nothing is logged).
+	Logger *slog.Logger
 }
+
+// DefaultStartTimeout is the default ServerConfig.StartTimeout.
+const DefaultStartTimeout = 2 * time.Minute
+
+// ErrStartTimeout is a server not ready to accept connections within
+// ServerConfig.StartTimeout.
+var ErrStartTimeout = errors.New("embedded nats: not ready in time")
 
 // RunServer starts an embedded nats-server and waits until it accepts
 // connections.
@@ -61,22 +79,30 @@ func RunServer(c ServerConfig) (*server.Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("nats listen port %q: %w", port, err)
 		}
+		if p == 0 {
+			// Port 0 is nats-server's 4222; here, as for any listener,
+			// it asks for a free port (the server's Addr tells which).
+			p = server.RANDOM_PORT
+		}
 		opts.Host, opts.Port = host, p
 	}
-	if err := checkStoreFiles(c.Dir); err != nil {
+	if err := c.Auth.configure(opts); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	if err := c.Auth.configure(opts); err != nil {
+	w := newStartWatch(c)
+	defer w.stop()
+	if err := checkStoreFiles(c.Dir); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
+	w.serving(s)
 	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
+	if err := w.waitReady(); err != nil {
 		s.Shutdown()
-		return nil, fmt.Errorf("embedded nats: not ready after 30s")
+		return nil, err
 	}
 	return s, nil
 }
