@@ -841,13 +841,7 @@ func TestCallbackRetry_hashAfterRotation(t *testing.T) {
 	testkit.Eventually(t, testkit.WaitFor, s.Callbacks.Active, "the dispatcher is active")
 	tx := s.approvedDeposit(t, st)
 	rcv.waitHeld(t)
-	var rotated struct {
-		Secret string `json:"secret"`
-	}
-	r := s.opsT(t, "POST", "/ops/v1/sites/"+st.ID+"/secret", map[string]any{"overlapSeconds": 0})
-	requireOK(t, r)
-	r.decode(t, &rotated)
-	require.NotEqual(t, st.Secret, rotated.Secret)
+	rotated, _ := rotate(t, s, st, map[string]any{"overlapSeconds": 0})
 	rcv.code.Store(200)
 	rcv.release <- 500
 	calls := rcv.waitCalls(t, tx, 2)
@@ -856,7 +850,7 @@ func TestCallbackRetry_hashAfterRotation(t *testing.T) {
 	assert.Equal(t, responseHash(st.Secret, tx, bankID, 5000), first, "the first attempt, before the rotation")
 	assert.Equal(t, calls[0].ID, calls[1].ID)
 	assert.Equal(t, responseHash(rotated.Secret, tx, bankID, 5000), retry, "the retry, after it")
-	assert.Equal(t, rec(t, s.get(site{ID: st.ID, AppKey: st.AppKey, Secret: rotated.Secret}, "/v1/transactions/"+tx, "")).Hash, retry,
+	assert.Equal(t, rec(t, s.get(rotated, "/v1/transactions/"+tx, "")).Hash, retry,
 		"the hash a lookup shows")
 }
 
