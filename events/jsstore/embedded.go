@@ -99,12 +99,36 @@ func RunServer(c ServerConfig) (*server.Server, error) {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	w.serving(s)
-	go s.Start()
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		s.Start()
+	}()
 	if err := w.waitReady(); err != nil {
-		s.Shutdown()
+		stopStarting(s, started)
 		return nil, err
 	}
 	return s, nil
+}
+
+// startGrace bounds how long a start that failed waits for the server's
+// Start to return before it shuts the server down anyway.
+const startGrace = 10 * time.Second
+
+// stopStarting shuts down a server whose start failed. The server's
+// Shutdown counts only once, and one that comes before Start has made the
+// server running is lost: the server would run on, writing in its
+// directory after the start reported failure (and its directory lock was
+// let go). So Start is let return first, which it does soon unless it is
+// recovering a large store; a Start that takes longer than startGrace is
+// shut down anyway, and left to the process's exit.
+func stopStarting(s *server.Server, started <-chan struct{}) {
+	select {
+	case <-started:
+	case <-time.After(startGrace):
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
 }
 
 // ConnectInProcess connects to an embedded server without a socket. A
