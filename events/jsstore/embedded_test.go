@@ -50,4 +50,3 @@ func TestRunServer_startTimeout(t *testing.T) {
 	require.ErrorIs(t, err, jsstore.ErrStartTimeout)
 	assert.Contains(t, err.Error(), "waited 1ns for the server to")
 }
-
