@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -451,7 +452,10 @@ func ledgerTwoLedgersLaggingFollowerDecidesOnFreshState(t *testing.T, e *env) {
 }
 
 // chasing is a gateway process's store (a real one underneath) whose
-// follower does not apply the site's messages while hide is set, and
+// follower holds the site's messages while the test holds hold locked
+// (it hears of them only once it is let go, its own write's included:
+// dropped, that message would never reach the follower, which a
+// catch-up test would wait for in vain), and
 // before each read of the site's next message lets another process store
 // one more (onNext): a site another gateway keeps writing while this one
 // catches up. Asking for the site's last message ends the other's writes:
@@ -460,14 +464,15 @@ func ledgerTwoLedgersLaggingFollowerDecidesOnFreshState(t *testing.T, e *env) {
 type chasing struct {
 	ledger.Store
 	subj   string
-	hide   atomic.Bool
+	hold   sync.RWMutex
 	onNext atomic.Pointer[func()]
 }
 
 func (c *chasing) Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error {
 	return c.Store.Follow(ctx, filter, from, func(m events.Msg) {
-		if c.hide.Load() && m.Subject == c.subj {
-			return
+		if m.Subject == c.subj {
+			c.hold.RLock()
+			defer c.hold.RUnlock()
 		}
 		fn(m)
 	})
@@ -504,7 +509,9 @@ func TestCatchUp_boundedWhileAnotherWrites(t *testing.T) {
 
 	// a no longer hears of the site's messages, and b stores one: a's
 	// next write conflicts and catches up.
-	sa.hide.Store(true)
+	sa.hold.Lock()
+	release := sync.OnceFunc(sa.hold.Unlock)
+	t.Cleanup(release) // a test that fails before the end lets the follower go
 	_, err := b.Execute(ctx, siteID, deposit(bk, "b-0", "ub-0", 5000), "merchant")
 	require.NoError(t, err)
 	var others atomic.Int64
@@ -521,7 +528,7 @@ func TestCatchUp_boundedWhileAnotherWrites(t *testing.T) {
 	require.NoError(t, err, "after %d messages of the other process", others.Load())
 	assert.False(t, res.Decision.Repeat)
 	sa.onNext.Store(nil)
-	sa.hide.Store(false)
+	release()
 	// Every message of both is in the chain, and a holds what it read.
 	verifyChain(t, sa, siteID)
 	caughtUp(t, a, sa)
