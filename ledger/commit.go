@@ -184,7 +184,7 @@ func (l *Ledger) writer() Writer {
 // decide decides the batch's commands one after the other, each against
 // the state the earlier ones leave, and returns their events. The state is
 // as it was when decide returns: readers never see a decision before it is
-// stored; once stored, the events are applied for good (tryCommit).
+// stored; once stored, the events are applied for good (siteWrite.Stored).
 func (l *Ledger) decide(e *entry, batch []*op, now time.Time) []events.Event {
 	s := e.state
 	e.rw.Lock()

@@ -21,10 +21,11 @@ import (
 )
 
 // Fixture names shared by the tests.
+const siteID ids.SiteID = "s1"
+
 const (
-	siteID   ids.SiteID = "s1"
-	bankCode            = "zain"
-	payee               = "07701234567" // a valid PHONE identifier
+	bankCode = "zain"
+	payee    = "07701234567" // a valid PHONE identifier
 )
 
 // env is the store a test's ledgers share, and the log they write into: a

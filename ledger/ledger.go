@@ -111,11 +111,10 @@ type Ledger struct {
 	ready  atomic.Bool
 	readyC chan struct{}
 
-	snapMu   sync.Mutex
-	wg       sync.WaitGroup
-	cancel   context.CancelFunc
-	followMu sync.Mutex
-	closed   atomic.Bool
+	snapMu sync.Mutex
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	closed atomic.Bool
 	// closing is closed when Close begins: a paced snapshot round then
 	// writes the rest at once.
 	closing chan struct{}

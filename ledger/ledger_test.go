@@ -58,6 +58,9 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.Empty(t, rep.Events)
 	assert.Equal(t, r.Decision.Tx, rep.Decision.Tx)
 	assert.Equal(t, r.Tx, rep.Tx)
+	afterRepeat, err := st.LastSeq(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, last, afterRepeat, "a repeat appends nothing")
 	// The same end user asking again under another processId is answered
 	// with the deposit already pending.
 	dup, err := l.Execute(ctx, siteID, deposit(b, "dep-1b", "u1", 30_000), events.ActorMerchant)

@@ -207,6 +207,7 @@ func (l *Ledger) Close(ctx context.Context) error {
 				break
 			}
 			e.mu.Lock() // wait for the in-flight batch
+			//lint:ignore SA2001 the critical section is the wait itself
 			e.mu.Unlock()
 		}
 	}

@@ -218,7 +218,7 @@ func (w Writer) settle(ctx context.Context, subject string, expect uint64, data 
 	}
 	sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(limit))
 	defer cancel()
-	last := appendErr
+	var last error
 	for stalls := 0; ; stalls++ {
 		m, err := st.Next(sctx, subject, expect+1)
 		switch {
@@ -236,7 +236,7 @@ func (w Writer) settle(ctx context.Context, subject string, expect uint64, data 
 			last = err
 		}
 		if pause(sctx, settlePause(stalls)) != nil {
-			return 0, fmt.Errorf("%s: %w (still not known after %s: %v)", subject, events.ErrOutcomeUnknown, limit, last)
+			return 0, fmt.Errorf("%s: %w (still not known after %s: %v; the append said: %v)", subject, events.ErrOutcomeUnknown, limit, last, appendErr)
 		}
 	}
 }

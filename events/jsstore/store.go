@@ -395,11 +395,18 @@ func (s *Store) Ping(ctx context.Context) error {
 	return err
 }
 
+// errCodeLastSeqPerSubjectNotReady is nats-server's
+// JSStreamExpectedLastSeqPerSubjectNotReady: a replicated stream cannot
+// check an expected last subject sequence yet, after a leader change.
+// nats.go names no constant for it. Like the two wrong-sequence codes it
+// means "read again and decide again" (docs/ARCHITECTURE.md).
+const errCodeLastSeqPerSubjectNotReady jetstream.ErrorCode = 10163
+
 func isConflict(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant, 10163:
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant, errCodeLastSeqPerSubjectNotReady:
 			return true
 		}
 	}
