@@ -69,6 +69,7 @@ func keyConflict(key string) error {
 // treasury right after its event. A repeat of the key is answered with it,
 // whatever the treasury has become since.
 type AdjustmentAnswer struct {
+	//lint:ignore U1000 msgpack reads this field's tag: the struct is encoded as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	// RequestHash is the SHA-256 (hex) of the first request's body.
 	RequestHash        string

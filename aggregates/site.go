@@ -76,6 +76,7 @@ func (s Status) Final() bool {
 // the garbage collector never scans the transactions. A deposit's userId,
 // which the pending-deposit index compares, is kept in the processId arena.
 type Tx struct {
+	//lint:ignore U1000 msgpack reads this field's tag: the struct is encoded as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	// PidOff locates the processId, followed by a deposit's userId, in the
 	// site's processId arena.
@@ -215,6 +216,7 @@ func (s *Site) ByProcessID(pid string) (int32, bool) {
 // Alias is a processId that names an earlier pending deposit: the
 // transaction, and the fingerprint of the request a repeat must match.
 type Alias struct {
+	//lint:ignore U1000 msgpack reads this field's tag: the struct is encoded as an array
 	_msgpack    struct{} `msgpack:",as_array"`
 	Tx          int32
 	Fingerprint uint64

@@ -1,10 +1,10 @@
 package client_test
 
 import (
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -39,7 +39,7 @@ func TestClient_fromAnotherModule(t *testing.T) {
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(build.Default.GOROOT, "bin", "go")
 	}
 	checkout, err := filepath.Abs("..")
 	require.NoError(t, err)
