@@ -129,8 +129,12 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 		if err := s.checkBalance(c.Amount); err != nil {
 			return Decision{Tx: -1}, err
 		}
-		after := s.Available() + c.Amount
-		below := c.Amount < 0 && after < 0
+		after, below := s.Available()+c.Amount, false
+		if c.Amount < 0 {
+			var ok bool
+			after, ok = s.Treasury().Debit(-c.Amount, OperatorDebit)
+			below = !ok
+		}
 		if below && !c.AllowBelowLimit {
 			return Decision{Tx: -1}, &FieldError{Field: "amount", Err: ErrBelowLimit, Msg: fmt.Sprintf(
 				"the adjustment would take the treasury %d IQD below its negative limit (available is %d); send allowBelowLimit: true to apply it anyway",
@@ -361,15 +365,28 @@ func repeat(i int32, fp uint64, k Kind, r Request) (Decision, error) {
 	return Decision{Tx: i, Repeat: true}, nil
 }
 
-func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Payload) events.Event) (Decision, error) {
-	if i, ok := s.ByProcessID(c.ProcessID); ok {
-		return repeat(i, s.Txs[i].Fingerprint, KindDeposit, c.Request)
+// taken answers a request of kind k whose processId the site already
+// knows, the one check of processId idempotency for both kinds
+// (docs/merchant-api.md "Idempotency (processId)"): a transaction's own
+// processId, or another name of a pending deposit (an alias) that a
+// deposit request was answered with before, which a repeat is answered
+// with again, alreadyPending. ok is false for a processId not taken. An
+// alias is a deposit's: a withdrawal's fingerprint never matches it.
+func (s *Site) taken(k Kind, r Request) (d Decision, ok bool, err error) {
+	if i, found := s.ByProcessID(r.ProcessID); found {
+		d, err = repeat(i, s.Txs[i].Fingerprint, k, r)
+		return d, true, err
 	}
-	if a, ok := s.aliases[c.ProcessID]; ok {
-		// Answered with the user's pending deposit before: the same
-		// answer again, for the same request.
-		d, err := repeat(a.Tx, a.Fingerprint, KindDeposit, c.Request)
+	if a, found := s.aliases[r.ProcessID]; found {
+		d, err = repeat(a.Tx, a.Fingerprint, k, r)
 		d.AlreadyPending = err == nil
+		return d, true, err
+	}
+	return Decision{}, false, nil
+}
+
+func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Payload) events.Event) (Decision, error) {
+	if d, ok, err := s.taken(KindDeposit, c.Request); ok {
 		return d, err
 	}
 	if err := s.validateRequest(c.Request, KindDeposit); err != nil {
@@ -418,12 +435,8 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 }
 
 func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) events.Event) (Decision, error) {
-	if i, ok := s.ByProcessID(c.ProcessID); ok {
-		return repeat(i, s.Txs[i].Fingerprint, KindWithdrawal, c.Request)
-	}
-	if a, ok := s.aliases[c.ProcessID]; ok {
-		// A deposit's fingerprint: always a conflict.
-		return repeat(a.Tx, a.Fingerprint, KindWithdrawal, c.Request)
+	if d, ok, err := s.taken(KindWithdrawal, c.Request); ok {
+		return d, err
 	}
 	if err := s.validateRequest(c.Request, KindWithdrawal); err != nil {
 		return Decision{Tx: -1}, err
@@ -437,9 +450,7 @@ func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) eve
 	if err := recipient.Validate(c.Bank.IdentifierKind, c.IBAN); err != nil {
 		return Decision{Tx: -1}, fieldErr("iban", ErrInvalidIdentifier, "%s", err.Error())
 	}
-	// docs/merchant-api.md "Treasury rule": balance − pending withdrawals − amount must stay above the
-	// negative limit; landing exactly on it is refused.
-	if s.Balance-s.PendingWithdrawals-c.Amount <= s.Cfg.NegativeLimit {
+	if _, ok := s.Treasury().Debit(c.Amount, Reservation); !ok {
 		return Decision{Tx: -1}, fieldErr("amount", ErrInsufficientBalance,
 			"the site treasury cannot cover %d (available %d)", c.Amount, s.Available())
 	}

@@ -78,9 +78,10 @@ type AdjustmentAnswer struct {
 	NegativeLimit      int64
 }
 
-// Available is balance − pendingWithdrawals − negativeLimit at the event.
+// Available is what was left available right after the event
+// (Treasury.Available).
 func (a AdjustmentAnswer) Available() int64 {
-	return a.Balance - a.PendingWithdrawals - a.NegativeLimit
+	return Treasury{Balance: a.Balance, PendingWithdrawals: a.PendingWithdrawals, NegativeLimit: a.NegativeLimit}.Available()
 }
 
 // KeyedAdjustment returns the answer of the adjustment made with key.

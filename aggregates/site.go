@@ -274,11 +274,13 @@ func (s *Site) UserID(i int32) string {
 // Reason returns the status reason of transaction i ("" when none).
 func (s *Site) Reason(i int32) string { return s.reasons[i] }
 
-// Available is what a new withdrawal may still reserve:
-// balance − pendingWithdrawals − negativeLimit.
-func (s *Site) Available() int64 {
-	return s.Balance - s.PendingWithdrawals - s.Cfg.NegativeLimit
+// Treasury returns the site's treasury as the treasury rule reads it.
+func (s *Site) Treasury() Treasury {
+	return Treasury{Balance: s.Balance, PendingWithdrawals: s.PendingWithdrawals, NegativeLimit: s.Cfg.NegativeLimit}
 }
+
+// Available is what a new withdrawal may still reserve (Treasury.Available).
+func (s *Site) Available() int64 { return s.Treasury().Available() }
 
 // PendingDeposits calls fn for every pending deposit, for expiry sweeps.
 func (s *Site) PendingDeposits(fn func(i int32, tx *Tx)) {
