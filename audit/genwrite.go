@@ -41,6 +41,9 @@ type genWrite struct {
 func (w *genWrite) Subject() string           { return w.subject }
 func (w *genWrite) Position() events.Position { return *w.pos }
 
+// HandingOver is false: the generator is its history's only writer.
+func (w *genWrite) HandingOver() bool { return false }
+
 func (w *genWrite) Decide(now time.Time) []events.Event {
 	evs, err := w.decide(now)
 	if w.err = err; err != nil {

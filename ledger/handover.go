@@ -151,9 +151,9 @@ func (e *entry) endHold() {
 	}
 }
 
-// handingOver reports whether w asked the other processes to hold the
+// HandingOver reports whether w asked the other processes to hold the
 // site during this write.
-func (w *siteWrite) handingOver() bool { return !w.askedAt.IsZero() }
+func (w *siteWrite) HandingOver() bool { return !w.askedAt.IsZero() }
 
 // askHandOver counts a conflict of w's write and, from the handOverAfter-th
 // in a row, asks the other processes to hand the site over.
@@ -167,7 +167,7 @@ func (w *siteWrite) askHandOver() {
 // renewHandOver asks again, while w catches up, once handOverRenew has
 // passed since w last asked.
 func (w *siteWrite) renewHandOver() {
-	if w.handingOver() && time.Since(w.askedAt) >= handOverRenew {
+	if w.HandingOver() && time.Since(w.askedAt) >= handOverRenew {
 		w.ask()
 	}
 }
@@ -181,7 +181,7 @@ func (w *siteWrite) ask() {
 		w.l.log.Debug("hand-over not asked", "site", w.e.id, "err", err)
 		return
 	}
-	if !w.handingOver() {
+	if !w.HandingOver() {
 		w.l.cfg.Metrics.HandOver(true)
 	}
 	w.askedAt = time.Now()

@@ -193,7 +193,7 @@ func TestHandOver_turns(t *testing.T) {
 	w := &siteWrite{l: l, e: e}
 	w.askHandOver()
 	w.askHandOver()
-	require.True(t, w.handingOver())
+	require.True(t, w.HandingOver())
 	w.renewHandOver() // too soon
 	assert.Equal(t, []string{plus}, ho.reqs)
 	w.askedAt = w.askedAt.Add(-handOverRenew)

@@ -53,11 +53,6 @@ func (w *measured) Decide(now time.Time) []events.Event {
 	return w.Writable.Decide(now)
 }
 
-func (w *measured) handingOver() bool {
-	h, ok := w.Writable.(handingOver)
-	return ok && h.handingOver()
-}
-
 func (w *measured) Stored(seq uint64, evs []events.Event) error {
 	n := 1
 	if c, ok := w.Writable.(interface{ commands() int }); ok {

@@ -143,6 +143,10 @@ type sharedWrite[T, C any, P sharedAggregate[T, C]] struct {
 func (w *sharedWrite[T, C, P]) Subject() string           { return w.s.subject }
 func (w *sharedWrite[T, C, P]) Position() events.Position { return w.s.pos }
 
+// HandingOver is false: the catalog and the operators are written seldom,
+// and a conflict's pause costs them nothing worth a hand-over.
+func (w *sharedWrite[T, C, P]) HandingOver() bool { return false }
+
 func (w *sharedWrite[T, C, P]) Decide(now time.Time) []events.Event {
 	w.d, w.err = w.s.get().Decide(w.cmd, now, w.actor)
 	if w.err != nil {

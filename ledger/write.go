@@ -29,6 +29,12 @@ type Writable interface {
 	Stored(seq uint64, evs []events.Event) error
 	// CatchUp applies the messages the subject holds after the state.
 	CatchUp(ctx context.Context) error
+	// HandingOver reports whether this write has asked the other writers
+	// of its subject to hold their appends for it (docs/ARCHITECTURE.md
+	// "Two writers of one site"): then a conflict is decided again at
+	// once, without the pause that would spend the hold. An aggregate
+	// that never asks answers false.
+	HandingOver() bool
 }
 
 // WriteStore is what the write loop needs of the event store.
@@ -91,7 +97,7 @@ func (w Writer) Write(ctx context.Context, a Writable) error {
 			continue
 		}
 		wait := conflictPause(attempt)
-		if h, ok := a.(handingOver); ok && h.handingOver() {
+		if a.HandingOver() {
 			// The other writers hold their appends for this one
 			// (handover.go): a long wait would spend the hold. Only an
 			// append of theirs still in flight, which the catch-up could
@@ -106,11 +112,6 @@ func (w Writer) Write(ctx context.Context, a Writable) error {
 		}
 	}
 }
-
-// handingOver is a Writable that can ask the other writers of its subject
-// to hold their appends for it, and reports whether it has asked
-// during this write.
-type handingOver interface{ handingOver() bool }
 
 // conflictPause is the wait before the decision after the n-th conflict in
 // a row: drawn at random up to 1 ms doubling to 64 ms.

@@ -52,6 +52,9 @@ func (c *counter) Stored(seq uint64, evs []events.Event) error {
 	return nil
 }
 
+// HandingOver is false: a counter never asks the other writers to hold.
+func (c *counter) HandingOver() bool { return false }
+
 func (c *counter) CatchUp(ctx context.Context) error {
 	c.caughtUp++
 	if c.catchUpErr != nil {
