@@ -78,3 +78,41 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// BenchmarkSite_decide measures the decisions of the write path on one
+// site, each decided and applied as the ledger does: a deposit's creation,
+// its repeat (processId idempotency), its approval, a withdrawal's
+// creation (the treasury rule) and a refused one. The events are sealed
+// and committed as a stored message is, which costs more than the
+// decisions.
+func BenchmarkSite_decide(b *testing.B) {
+	f := newFixture(&testing.T{}, SiteSettings{})
+	f.fund(1 << 40)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		pid, user := fmt.Sprintf("p%d", n), fmt.Sprintf("u%d", n)
+		d, err := f.s.Decide(f.depReq(pid, user, 25_000), f.now, events.ActorMerchant)
+		if err != nil {
+			b.Fatal(err)
+		}
+		commitEvents(f.t, f.s, d.Events)
+		if _, err := f.s.Decide(f.depReq(pid, user, 25_000), f.now, events.ActorMerchant); err != nil {
+			b.Fatal(err)
+		}
+		a, err := f.s.Decide(ApproveDeposit{TxID: tx(d.Tx)}, f.now, operator)
+		if err != nil {
+			b.Fatal(err)
+		}
+		commitEvents(f.t, f.s, a.Events)
+		w, err := f.s.Decide(f.wdReq("w"+pid, user, 1_000), f.now, events.ActorMerchant)
+		if err != nil {
+			b.Fatal(err)
+		}
+		commitEvents(f.t, f.s, w.Events)
+		if _, err := f.s.Decide(f.wdReq("x"+pid, user, 1<<45), f.now, events.ActorMerchant); err == nil {
+			b.Fatal("a withdrawal past the treasury was not refused")
+		}
+	}
+}

@@ -3,7 +3,6 @@ package aggregates
 import (
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +61,8 @@ func (s *Site) checkBalance(delta int64) error {
 // Decide checks cmd against the current state and returns the events that
 // carry it out. It does not change the state: the caller applies the events
 // once they are (or are about to be) appended. now and actor are passed in so
-// the decision is a pure function of its inputs.
+// the decision is a pure function of its inputs. Each command is decided by
+// a method of its own.
 func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error) {
 	if c, ok := cmd.(CreateSite); ok {
 		return s.decideCreate(c, now, actor)
@@ -70,237 +70,130 @@ func (s *Site) Decide(cmd Command, now time.Time, actor string) (Decision, error
 	if !s.Created() {
 		return Decision{Tx: -1}, ErrSiteNotFound
 	}
-	ev := func(p events.Payload) events.Event {
-		return events.Event{Name: p.EventName(), Time: now.UnixMilli(), Actor: actor, Payload: p}
-	}
-	one := func(i int32, p events.Payload) (Decision, error) {
-		return Decision{Tx: i, Events: []events.Event{ev(p)}}, nil
-	}
+	d := decision{now: now, actor: actor}
 	switch c := cmd.(type) {
 	case UpdateSite:
-		if err := validateSettings(c.Settings); err != nil {
-			return Decision{Tx: -1}, err
-		}
-		if c.Settings.Sandbox != nil {
-			return Decision{Tx: -1}, fieldErr("sandbox", ErrInvalidRequest, "sandbox is chosen when the site is created; create another site")
-		}
-		if l := c.Settings.NegativeLimit; l != nil && s.Balance-*l > MaxBalance {
-			return Decision{Tx: -1}, &FieldError{Field: "negativeLimit", Err: ErrTreasuryBound, Msg: fmt.Sprintf(
-				"with a balance of %d IQD, a negative limit of %d IQD would make the available amount exceed %d IQD", s.Balance, *l, int64(MaxBalance))}
-		}
-		var evs []events.Event
-		if coreChange(c.Settings) || !pageChange(c.Settings) {
-			evs = append(evs, ev(updatedEvent(c.Settings)))
-		}
-		if pageChange(c.Settings) {
-			evs = append(evs, ev(pageEvent(c.Settings)))
-		}
-		return Decision{Tx: -1, Events: evs}, nil
+		return s.decideUpdate(c, d)
 	case SetSiteMethods:
-		if err := checkSiteMethods(c); err != nil {
-			return Decision{Tx: -1}, err
-		}
-		return one(-1, &events.SiteMethodsSet{All: c.All, Methods: c.Methods})
+		return s.decideSiteMethods(c, d)
 	case RotateSecret:
-		if c.Secret == "" {
-			return Decision{Tx: -1}, fieldErr("secret", ErrInvalidRequest, "a new secret is required")
-		}
-		if c.Overlap < 0 {
-			return Decision{Tx: -1}, fieldErr("overlapSeconds", ErrInvalidRequest, "overlapSeconds must not be negative")
-		}
-		until := now.Add(c.Overlap).UnixMilli()
-		if c.Webhook {
-			return one(-1, &events.SiteWebhookSecretRotated{Secret: c.Secret, PreviousValidUntil: until})
-		}
-		return one(-1, &events.SiteSecretRotated{Secret: c.Secret, PreviousValidUntil: until})
+		return s.decideRotation(c, d)
 	case AdjustTreasury:
-		if err := checkKeyed(c.IdempotencyKey, c.RequestHash); err != nil {
-			return Decision{Tx: -1}, err
-		}
-		if d, seen, err := s.decideKeyedAdjustment(c); seen {
-			return d, err
-		}
-		if c.Amount == 0 || c.Amount > maxAmount || c.Amount < -maxAmount {
-			return Decision{Tx: -1}, fieldErr("amount", ErrInvalidRequest, "amount must be a non-zero integer of at most 2^50 (1125899906842624) either way")
-		}
-		if err := checkText("reason", c.Reason, maxTextLen); err != nil {
-			return Decision{Tx: -1}, err
-		}
-		if err := s.checkBalance(c.Amount); err != nil {
-			return Decision{Tx: -1}, err
-		}
-		after, below := s.Available()+c.Amount, false
-		if c.Amount < 0 {
-			var ok bool
-			after, ok = s.Treasury().Debit(-c.Amount, OperatorDebit)
-			below = !ok
-		}
-		if below && !c.AllowBelowLimit {
-			return Decision{Tx: -1}, &FieldError{Field: "amount", Err: ErrBelowLimit, Msg: fmt.Sprintf(
-				"the adjustment would take the treasury %d IQD below its negative limit (available is %d); send allowBelowLimit: true to apply it anyway",
-				-after, s.Available())}
-		}
-		// The stored flag says the debit went below the limit
-		// (docs/events.md "treasury.adjusted.v3"), not that the operator
-		// sent it, which a credit or a debit within the limit may do to
-		// no effect.
-		return one(-1, &events.TreasuryAdjusted{Amount: c.Amount, Reason: c.Reason,
-			IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash, AllowBelowLimit: below})
+		return s.decideAdjustment(c, d)
 	case RequestDeposit:
-		return s.decideDeposit(c, now, ev)
+		return s.decideDeposit(c, d)
 	case RequestWithdrawal:
-		return s.decideWithdrawal(c, ev)
-	}
-
-	txID, i, tx, err := s.target(cmd)
-	if err != nil {
-		return Decision{Tx: -1}, err
-	}
-	switch cmd.(type) {
-	case ApproveDeposit, RejectDeposit, ProcessWithdrawal, PayWithdrawal, RejectWithdrawal:
-		// A sandbox's transactions are its merchant's to move, and only
-		// a sandbox's (docs/merchant-api.md "Sandbox sites").
-		if s.Cfg.Sandbox && actor != events.ActorMerchant {
-			return Decision{Tx: i}, ErrSandboxTransaction
-		}
-		if !s.Cfg.Sandbox && actor == events.ActorMerchant {
-			return Decision{Tx: i}, ErrNotSandbox
-		}
-	}
-	switch c := cmd.(type) {
+		return s.decideWithdrawal(c, d)
 	case ApproveDeposit:
-		if tx.Kind != KindDeposit || (tx.Status != StatusPending && tx.Status != StatusExpired) {
-			return s.refuse(i, tx, KindDeposit, "approve")
-		}
-		amt := c.Amount
-		if amt == 0 {
-			amt = tx.Requested
-		}
-		if amt < 0 || amt > maxAmount {
-			return Decision{Tx: i}, fieldErr("amount", ErrInvalidRequest, "amount must be a positive integer of at most 2^50 (1125899906842624)")
-		}
-		if !c.AnyAmount && amt > tx.Requested*MaxOverApproval { // Requested ≤ 2^50: no overflow
-			return Decision{Tx: i}, fieldErr("amount", ErrNeedsAdmin,
-				"approving more than %d times the requested amount (%d IQD) needs the admin role", MaxOverApproval, tx.Requested)
-		}
-		if err := s.checkBalance(amt); err != nil {
-			return Decision{Tx: i}, err
-		}
-		var out []events.Event
-		if tx.Status == StatusPending && now.UnixMilli() >= tx.ExpiresAt {
-			// Past its expiry, and the sweep has not reached it yet: it
-			// expires first, as the sweep would have made it, so that
-			// the merchant hears of it as of any late approval
-			// (deposit.expired, then deposit.approved).
-			exp := ev(&events.DepositExpired{TxID: txID})
-			exp.Actor = events.ActorSystem
-			out = append(out, exp)
-		}
-		out = append(out, ev(&events.DepositApproved{TxID: txID, Amount: amt, Requested: tx.Requested}))
-		return Decision{Tx: i, Events: out}, nil
+		return s.decideApprove(c, d)
 	case RejectDeposit:
-		if tx.Kind != KindDeposit || tx.Status != StatusPending {
-			return s.refuse(i, tx, KindDeposit, "reject")
-		}
-		if err := checkText("reason", c.Reason, maxTextLen); err != nil {
-			return Decision{Tx: i}, err
-		}
-		return one(i, &events.DepositRejected{TxID: txID, Reason: c.Reason})
+		return s.decideRejectDeposit(c, d)
 	case ExpireDeposit:
-		if tx.Kind != KindDeposit || tx.Status != StatusPending {
-			return s.refuse(i, tx, KindDeposit, "expire")
-		}
-		if c.Now && !s.Cfg.Sandbox {
-			return Decision{Tx: i}, ErrNotSandbox
-		}
-		if c.Now && actor != events.ActorMerchant {
-			// Early expiry is the merchant's trial of the flow
-			// (docs/merchant-api.md "Sandbox sites"), as the audit
-			// holds it.
-			return Decision{Tx: i}, ErrSandboxTransaction
-		}
-		if now.UnixMilli() < tx.ExpiresAt && !c.Now {
-			return Decision{Tx: i}, ErrNotDue
-		}
-		return one(i, &events.DepositExpired{TxID: txID})
+		return s.decideExpire(c, d)
 	case SandboxCallback:
-		if !s.Cfg.Sandbox {
-			return Decision{Tx: i}, ErrNotSandbox
-		}
-		kind, _, _ := strings.Cut(c.Type, ".")
-		if !slices.Contains(callbackTypes, c.Type) {
-			return Decision{Tx: i}, fieldErr("type", ErrInvalidRequest, "type must be one of %s", strings.Join(callbackTypes, ", "))
-		}
-		if kind != tx.Kind.String() {
-			return Decision{Tx: i}, fieldErr("type", ErrInvalidRequest, "%s is not a callback of a %s", c.Type, tx.Kind)
-		}
-		return one(i, &events.SandboxCallback{TxID: txID, Type: c.Type})
+		return s.decideSandboxCallback(c, d)
 	case ProcessWithdrawal:
-		if tx.Kind != KindWithdrawal || tx.Status != StatusPending {
-			return s.refuse(i, tx, KindWithdrawal, "process")
-		}
-		return one(i, &events.WithdrawalProcessing{TxID: txID})
+		return s.decideProcess(c, d)
 	case PayWithdrawal:
-		if tx.Kind != KindWithdrawal || tx.Status != StatusProcessing {
-			return s.refuse(i, tx, KindWithdrawal, "pay")
-		}
-		ref := c.Reference
-		if Blank(ref) {
-			ref = "" // shows nothing: not given, rather than a statusReason of spaces
-		}
-		if err := checkOptionalText("reference", ref, maxTextLen); err != nil {
-			return Decision{Tx: i}, err
-		}
-		return one(i, &events.WithdrawalPaid{TxID: txID, Reference: ref})
+		return s.decidePay(c, d)
 	case RejectWithdrawal:
-		if tx.Kind != KindWithdrawal || (tx.Status != StatusPending && tx.Status != StatusProcessing) {
-			return s.refuse(i, tx, KindWithdrawal, "reject")
-		}
-		if err := checkText("reason", c.Reason, maxTextLen); err != nil {
-			return Decision{Tx: i}, err
-		}
-		return one(i, &events.WithdrawalRejected{TxID: txID, Reason: c.Reason})
+		return s.decideRejectWithdrawal(c, d)
 	}
 	return Decision{Tx: -1}, ErrInvalidRequest
 }
 
-// target resolves the transaction an operator command names.
-func (s *Site) target(cmd Command) (string, int32, *Tx, error) {
-	var id ids.TxID
-	switch c := cmd.(type) {
-	case ApproveDeposit:
-		id = c.TxID
-	case RejectDeposit:
-		id = c.TxID
-	case ExpireDeposit:
-		id = c.TxID
-	case SandboxCallback:
-		id = c.TxID
-	case ProcessWithdrawal:
-		id = c.TxID
-	case PayWithdrawal:
-		id = c.TxID
-	case RejectWithdrawal:
-		id = c.TxID
-	}
-	i, ok := s.Lookup(id)
-	if !ok {
-		return "", 0, nil, ErrNotFound
-	}
-	return string(id), i, &s.Txs[i], nil
+// decision is what every decision is made with: the clock and the actor,
+// which its events carry.
+type decision struct {
+	now   time.Time
+	actor string
 }
 
-// refuse is an action the transaction's kind or status does not allow;
-// want is the kind the action is for.
-func (s *Site) refuse(i int32, tx *Tx, want Kind, action string) (Decision, error) {
-	// No Field: the request is not to blame, the transaction's status is.
-	msg := "cannot " + action + " a " + tx.Kind.String() + " that is " + tx.Status.String()
-	if tx.Kind != want {
-		// "cannot reject a deposit that is pending" would read as if no
-		// pending deposit could be rejected.
-		msg = "cannot " + action + " this transaction: it is a " + tx.Kind.String() + ", not a " + want.String()
+// ev makes the event of p.
+func (d decision) ev(p events.Payload) events.Event {
+	return events.Event{Name: p.EventName(), Time: d.now.UnixMilli(), Actor: d.actor, Payload: p}
+}
+
+// one is a decision of one event about transaction i (-1 for none).
+func (d decision) one(i int32, p events.Payload) (Decision, error) {
+	return Decision{Tx: i, Events: []events.Event{d.ev(p)}}, nil
+}
+
+func (s *Site) decideUpdate(c UpdateSite, d decision) (Decision, error) {
+	if err := validateSettings(c.Settings); err != nil {
+		return Decision{Tx: -1}, err
 	}
-	return Decision{Tx: i}, &FieldError{Err: ErrInvalidTransition, Msg: msg}
+	if c.Settings.Sandbox != nil {
+		return Decision{Tx: -1}, fieldErr("sandbox", ErrInvalidRequest, "sandbox is chosen when the site is created; create another site")
+	}
+	if l := c.Settings.NegativeLimit; l != nil && s.Balance-*l > MaxBalance {
+		return Decision{Tx: -1}, &FieldError{Field: "negativeLimit", Err: ErrTreasuryBound, Msg: fmt.Sprintf(
+			"with a balance of %d IQD, a negative limit of %d IQD would make the available amount exceed %d IQD", s.Balance, *l, int64(MaxBalance))}
+	}
+	var evs []events.Event
+	if coreChange(c.Settings) || !pageChange(c.Settings) {
+		evs = append(evs, d.ev(updatedEvent(c.Settings)))
+	}
+	if pageChange(c.Settings) {
+		evs = append(evs, d.ev(pageEvent(c.Settings)))
+	}
+	return Decision{Tx: -1, Events: evs}, nil
+}
+
+func (s *Site) decideSiteMethods(c SetSiteMethods, d decision) (Decision, error) {
+	if err := checkSiteMethods(c); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	return d.one(-1, &events.SiteMethodsSet{All: c.All, Methods: c.Methods})
+}
+
+func (s *Site) decideRotation(c RotateSecret, d decision) (Decision, error) {
+	if c.Secret == "" {
+		return Decision{Tx: -1}, fieldErr("secret", ErrInvalidRequest, "a new secret is required")
+	}
+	if c.Overlap < 0 {
+		return Decision{Tx: -1}, fieldErr("overlapSeconds", ErrInvalidRequest, "overlapSeconds must not be negative")
+	}
+	until := d.now.Add(c.Overlap).UnixMilli()
+	if c.Webhook {
+		return d.one(-1, &events.SiteWebhookSecretRotated{Secret: c.Secret, PreviousValidUntil: until})
+	}
+	return d.one(-1, &events.SiteSecretRotated{Secret: c.Secret, PreviousValidUntil: until})
+}
+
+func (s *Site) decideAdjustment(c AdjustTreasury, d decision) (Decision, error) {
+	if err := checkKeyed(c.IdempotencyKey, c.RequestHash); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	if dd, seen, err := s.decideKeyedAdjustment(c); seen {
+		return dd, err
+	}
+	if c.Amount == 0 || c.Amount > maxAmount || c.Amount < -maxAmount {
+		return Decision{Tx: -1}, fieldErr("amount", ErrInvalidRequest, "amount must be a non-zero integer of at most 2^50 (1125899906842624) either way")
+	}
+	if err := checkText("reason", c.Reason, maxTextLen); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	if err := s.checkBalance(c.Amount); err != nil {
+		return Decision{Tx: -1}, err
+	}
+	after, below := s.Available()+c.Amount, false
+	if c.Amount < 0 {
+		var ok bool
+		after, ok = s.Treasury().Debit(-c.Amount, OperatorDebit)
+		below = !ok
+	}
+	if below && !c.AllowBelowLimit {
+		return Decision{Tx: -1}, &FieldError{Field: "amount", Err: ErrBelowLimit, Msg: fmt.Sprintf(
+			"the adjustment would take the treasury %d IQD below its negative limit (available is %d); send allowBelowLimit: true to apply it anyway",
+			-after, s.Available())}
+	}
+	// The stored flag says the debit went below the limit
+	// (docs/events.md "treasury.adjusted.v3"), not that the operator
+	// sent it, which a credit or a debit within the limit may do to
+	// no effect.
+	return d.one(-1, &events.TreasuryAdjusted{Amount: c.Amount, Reason: c.Reason,
+		IdempotencyKey: c.IdempotencyKey, RequestHash: c.RequestHash, AllowBelowLimit: below})
 }
 
 func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision, error) {
@@ -330,9 +223,6 @@ func (s *Site) decideCreate(c CreateSite, now time.Time, actor string) (Decision
 	}
 	return Decision{Tx: -1, Events: evs}, nil
 }
-
-// callbackTypes are the callbacks a sandbox site may ask a test of.
-var callbackTypes = []string{"deposit.approved", "deposit.rejected", "deposit.expired", "withdrawal.paid", "withdrawal.rejected"}
 
 // Fingerprint hashes the parameters an idempotent repeat must match.
 func Fingerprint(k Kind, amount int64, bankID, userID string) uint64 {
@@ -385,9 +275,10 @@ func (s *Site) taken(k Kind, r Request) (d Decision, ok bool, err error) {
 	return Decision{}, false, nil
 }
 
-func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Payload) events.Event) (Decision, error) {
-	if d, ok, err := s.taken(KindDeposit, c.Request); ok {
-		return d, err
+func (s *Site) decideDeposit(c RequestDeposit, d decision) (Decision, error) {
+	now := d.now
+	if dd, ok, err := s.taken(KindDeposit, c.Request); ok {
+		return dd, err
 	}
 	if err := s.validateRequest(c.Request, KindDeposit); err != nil {
 		return Decision{Tx: -1}, err
@@ -402,13 +293,13 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 		tx := &s.Txs[i]
 		if now.UnixMilli() < tx.ExpiresAt {
 			// The new processId becomes a name of the pending deposit.
-			return Decision{Tx: i, AlreadyPending: true, Events: []events.Event{ev(&events.DepositAliasAdded{
+			return Decision{Tx: i, AlreadyPending: true, Events: []events.Event{d.ev(&events.DepositAliasAdded{
 				TxID: string(ids.NewTx(s.ID, i)), ProcessID: c.ProcessID, Amount: c.Amount,
 				BankID: bankIDOf(c.Request), UserID: c.UserID})}}, nil
 		}
 		// The pending deposit is past its expiry but the sweep has not
 		// reached it yet: expire it now so the user is not blocked.
-		exp := ev(&events.DepositExpired{TxID: string(ids.NewTx(s.ID, i))})
+		exp := d.ev(&events.DepositExpired{TxID: string(ids.NewTx(s.ID, i))})
 		exp.Actor = events.ActorSystem
 		out = append(out, exp)
 	}
@@ -430,13 +321,13 @@ func (s *Site) decideDeposit(c RequestDeposit, now time.Time, ev func(events.Pay
 	if s.Cfg.HostedPage {
 		p.HostedToken = c.HostedToken
 	}
-	out = append(out, ev(p))
+	out = append(out, d.ev(p))
 	return Decision{Tx: int32(len(s.Txs)), Events: out}, nil
 }
 
-func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) events.Event) (Decision, error) {
-	if d, ok, err := s.taken(KindWithdrawal, c.Request); ok {
-		return d, err
+func (s *Site) decideWithdrawal(c RequestWithdrawal, d decision) (Decision, error) {
+	if dd, ok, err := s.taken(KindWithdrawal, c.Request); ok {
+		return dd, err
 	}
 	if err := s.validateRequest(c.Request, KindWithdrawal); err != nil {
 		return Decision{Tx: -1}, err
@@ -459,7 +350,7 @@ func (s *Site) decideWithdrawal(c RequestWithdrawal, ev func(events.Payload) eve
 		IdentifierKind: string(c.Bank.IdentifierKind), Amount: c.Amount, UserID: c.UserID, UserName: c.UserName,
 		Name: c.Name, ConvertedName: names.Convert(c.Name), AccountName: c.AccountName, IBAN: c.IBAN,
 	}
-	return Decision{Tx: int32(len(s.Txs)), Events: []events.Event{ev(p)}}, nil
+	return Decision{Tx: int32(len(s.Txs)), Events: []events.Event{d.ev(p)}}, nil
 }
 
 // NormalizeLang maps a request lang to en, ar or ku (unknown → en).
