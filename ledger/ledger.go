@@ -24,19 +24,9 @@ import (
 	"github.com/iqdgateway/gateway/ids"
 )
 
-// Store is the event store the ledger needs (events/jsstore implements it).
-type Store interface {
-	Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error)
-	Get(ctx context.Context, seq uint64) (events.Msg, error)
-	Next(ctx context.Context, subject string, seq uint64) (events.Msg, error)
-	LastSeq(ctx context.Context) (uint64, error)
-	LastFor(ctx context.Context, subject string) (uint64, error)
-	Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error
-	Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error
-	SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error
-	LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error)
-	ListSnapshots(ctx context.Context) ([]string, error)
-}
+// Store is the event store the ledger reads and writes (events.Store,
+// which events/jsstore implements).
+type Store = events.Store
 
 // Config tunes the ledger.
 type Config struct {

@@ -31,7 +31,7 @@ func batchingStore(t *testing.T, linger time.Duration) (*jsstore.Store, *testkit
 
 // The store contract holds when appends may travel in batches.
 func TestStore_contractBatching(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store {
+	storetest.Run(t, func(t *testing.T) events.Store {
 		st, _ := batchingStore(t, 0)
 		return st
 	})

@@ -431,3 +431,5 @@ func mapErr(err error) error {
 	}
 	return fmt.Errorf("%w: %w", events.ErrUnavailable, err)
 }
+
+var _ events.Store = (*Store)(nil)

@@ -22,13 +22,13 @@ import (
 // The JetStream store passes the store contract, on a server of its own for
 // every case.
 func TestStore_contract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store { return testkit.NewStore(t) })
+	storetest.Run(t, func(t *testing.T) events.Store { return testkit.NewStore(t) })
 }
 
 // The contract again with the server fsyncing every message (a server with
 // a port for other processes, or an external one) instead of the store.
 func TestStore_contractServerFsyncs(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store {
+	storetest.Run(t, func(t *testing.T) events.Store {
 		return testkit.StartServer(t, jsstore.ServerConfig{SyncAlways: true}).Store("test")
 	})
 }

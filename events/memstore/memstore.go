@@ -324,3 +324,5 @@ func match(filter, subject string) bool {
 		filter, subject = frest, srest
 	}
 }
+
+var _ events.Store = (*Store)(nil)

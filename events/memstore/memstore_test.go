@@ -12,7 +12,7 @@ import (
 )
 
 func TestStore_contract(t *testing.T) {
-	storetest.Run(t, func(*testing.T) storetest.Store { return memstore.New() })
+	storetest.Run(t, func(*testing.T) events.Store { return memstore.New() })
 }
 
 // An append to a subject with wildcards is refused, where JetStream would

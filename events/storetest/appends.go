@@ -14,7 +14,7 @@ import (
 
 // The contract's appends: sequences, expectations, subjects, and what is not found.
 
-func testEmpty(t *testing.T, s Store) {
+func testEmpty(t *testing.T, s events.Store) {
 	ctx := context.Background()
 	assert.Zero(t, lastSeq(t, s))
 	assert.Zero(t, lastFor(t, s, subjA))
@@ -30,7 +30,7 @@ func testEmpty(t *testing.T, s Store) {
 	assert.ErrorIs(t, err, events.ErrNotFound)
 }
 
-func testAppendAtZero(t *testing.T, s Store) {
+func testAppendAtZero(t *testing.T, s events.Store) {
 	ctx := context.Background()
 	seq, err := s.Append(ctx, subjA, 0, []byte("a1"))
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func testAppendAtZero(t *testing.T, s Store) {
 	assert.Equal(t, uint64(3), lastSeq(t, s))
 }
 
-func testExpectedSequence(t *testing.T, s Store) {
+func testExpectedSequence(t *testing.T, s events.Store) {
 	ctx := context.Background()
 	a1 := put(t, s, subjA, "a1") // 1
 	b1 := put(t, s, subjB, "b1") // 2
@@ -98,7 +98,7 @@ func testExpectedSequence(t *testing.T, s Store) {
 	assert.Equal(t, a3, lastSeq(t, s))
 }
 
-func testPerSubject(t *testing.T, s Store) {
+func testPerSubject(t *testing.T, s events.Store) {
 	ctx := context.Background()
 	var lastA, lastB uint64
 	for i := range 4 {
@@ -115,7 +115,7 @@ func testPerSubject(t *testing.T, s Store) {
 	assert.Equal(t, uint64(8), lastSeq(t, s))
 }
 
-func testRefusedSubjects(t *testing.T, s Store) {
+func testRefusedSubjects(t *testing.T, s events.Store) {
 	put(t, s, subjA, "a1")
 	tests := []struct {
 		name, subject string
@@ -146,7 +146,7 @@ func testRefusedSubjects(t *testing.T, s Store) {
 	assert.Empty(t, all(t, s, "other.>", 1))
 }
 
-func testNotFound(t *testing.T, s Store) {
+func testNotFound(t *testing.T, s events.Store) {
 	ctx := context.Background()
 	a1 := put(t, s, subjA, "a1")
 	put(t, s, subjB, "b1")

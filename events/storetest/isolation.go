@@ -15,7 +15,7 @@ import (
 
 // The contract's snapshots, isolation of data and contexts, and concurrent appends.
 
-func testSnapshots(t *testing.T, s Store) {
+func testSnapshots(t *testing.T, s events.Store) {
 	ctx := context.Background()
 	big := make([]byte, 300<<10) // more than one object store chunk
 	for i := range big {
@@ -61,7 +61,7 @@ func testSnapshots(t *testing.T, s Store) {
 	assert.ErrorIs(t, err, events.ErrNotFound)
 }
 
-func testDataIsCopied(t *testing.T, s Store) {
+func testDataIsCopied(t *testing.T, s events.Store) {
 	ctx := context.Background()
 	in := []byte("original")
 	seq, err := s.Append(ctx, subjA, 0, in)
@@ -98,7 +98,7 @@ func testDataIsCopied(t *testing.T, s Store) {
 	assert.Equal(t, "snapshot", string(data))
 }
 
-func testEndedContext(t *testing.T, s Store) {
+func testEndedContext(t *testing.T, s events.Store) {
 	put(t, s, subjA, "a1")
 	require.NoError(t, s.SaveSnapshot(context.Background(), "site-a", 1, []byte("x")))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -130,7 +130,7 @@ func testEndedContext(t *testing.T, s Store) {
 	assert.Equal(t, "x", string(data))
 }
 
-func testConcurrentSameExpectation(t *testing.T, s Store) {
+func testConcurrentSameExpectation(t *testing.T, s events.Store) {
 	const writers, rounds = 20, 5
 	var expect uint64
 	for round := range rounds {
@@ -158,7 +158,7 @@ func testConcurrentSameExpectation(t *testing.T, s Store) {
 	}
 }
 
-func testConcurrentSubjects(t *testing.T, s Store) {
+func testConcurrentSubjects(t *testing.T, s events.Store) {
 	const writers, each = 8, 10
 	seqs := make([][]uint64, writers)
 	testkit.Together(writers, func(i int) {

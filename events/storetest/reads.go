@@ -16,7 +16,7 @@ import (
 
 // The contract's reads: Next, LastFor, Read and Follow.
 
-func stored(t *testing.T, s Store) {
+func stored(t *testing.T, s events.Store) {
 	t.Helper()
 	for _, m := range []struct{ subj, data string }{
 		{subjA, "a1"}, {subjB, "b1"}, {subjA, "a2"}, {subjCat, "c1"}, {subjB, "b2"}, {subjA, "a3"},
@@ -25,7 +25,7 @@ func stored(t *testing.T, s Store) {
 	}
 }
 
-func testNext(t *testing.T, s Store) {
+func testNext(t *testing.T, s events.Store) {
 	stored(t, s)
 	tests := []struct {
 		filter string
@@ -54,7 +54,7 @@ func testNext(t *testing.T, s Store) {
 	assert.ErrorIs(t, err, events.ErrNotFound)
 }
 
-func testLastFor(t *testing.T, s Store) {
+func testLastFor(t *testing.T, s events.Store) {
 	stored(t, s)
 	tests := []struct {
 		filter string
@@ -74,7 +74,7 @@ func testLastFor(t *testing.T, s Store) {
 	}
 }
 
-func testRead(t *testing.T, s Store) {
+func testRead(t *testing.T, s events.Store) {
 	stored(t, s)
 	tests := []struct {
 		filter string
@@ -99,7 +99,7 @@ func testRead(t *testing.T, s Store) {
 	}
 }
 
-func testReadStops(t *testing.T, s Store) {
+func testReadStops(t *testing.T, s events.Store) {
 	stored(t, s)
 	stop := errors.New("enough")
 	for _, after := range []int{1, 3, 6} {
@@ -129,7 +129,7 @@ type follower struct {
 	after    int
 }
 
-func follow(s Store, filter string, from uint64) *follower {
+func follow(s events.Store, filter string, from uint64) *follower {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &follower{cancel: cancel, got: make(chan events.Msg, 100), done: make(chan error, 1)}
 	go func() {
@@ -174,7 +174,7 @@ func (f *follower) stop(t *testing.T) error {
 	}
 }
 
-func testFollow(t *testing.T, s Store) {
+func testFollow(t *testing.T, s events.Store) {
 	stored(t, s)
 	f := follow(s, events.SitePrefix+">", 2)
 	var got []events.Msg
@@ -198,7 +198,7 @@ func testFollow(t *testing.T, s Store) {
 	assert.Zero(t, f.after)
 }
 
-func testFollowAhead(t *testing.T, s Store) {
+func testFollowAhead(t *testing.T, s events.Store) {
 	put(t, s, subjA, "a1")
 	f := follow(s, events.SubjectPrefix+">", 3)
 	t.Cleanup(func() { _ = f.stop(t) })

@@ -65,21 +65,6 @@ import (
 	"github.com/iqdgateway/gateway/events"
 )
 
-// Store is the event store the suite checks: the method set of ledger.Store,
-// declared here so that the suite does not depend on the ledger.
-type Store interface {
-	Append(ctx context.Context, subject string, expectLast uint64, data []byte) (uint64, error)
-	Get(ctx context.Context, seq uint64) (events.Msg, error)
-	Next(ctx context.Context, subject string, seq uint64) (events.Msg, error)
-	LastSeq(ctx context.Context) (uint64, error)
-	LastFor(ctx context.Context, subject string) (uint64, error)
-	Read(ctx context.Context, filter string, from uint64, fn func(events.Msg) error) error
-	Follow(ctx context.Context, filter string, from uint64, fn func(events.Msg)) error
-	SaveSnapshot(ctx context.Context, name string, seq uint64, data []byte) error
-	LoadSnapshot(ctx context.Context, name string) (uint64, []byte, error)
-	ListSnapshots(ctx context.Context) ([]string, error)
-}
-
 // waitFor bounds a wait for something that must happen (a delivery, a
 // follower returning); nothing asserts how fast it happens.
 const waitFor = 30 * time.Second
@@ -94,10 +79,10 @@ var (
 // Run runs the contract against stores made by open, which must return a
 // new, empty store for every call (one per subtest) and release it when t
 // ends.
-func Run(t *testing.T, open func(t *testing.T) Store) {
+func Run(t *testing.T, open func(t *testing.T) events.Store) {
 	cases := []struct {
 		name string
-		run  func(t *testing.T, s Store)
+		run  func(t *testing.T, s events.Store)
 	}{
 		{"empty store", testEmpty},
 		{"append at zero on an empty subject", testAppendAtZero},
@@ -125,7 +110,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 }
 
 // put appends data on subj after the subject's current last message.
-func put(t *testing.T, s Store, subj, data string) uint64 {
+func put(t *testing.T, s events.Store, subj, data string) uint64 {
 	t.Helper()
 	ctx := context.Background()
 	last, err := s.LastFor(ctx, subj)
@@ -136,7 +121,7 @@ func put(t *testing.T, s Store, subj, data string) uint64 {
 }
 
 // all reads every message matching filter from sequence from.
-func all(t *testing.T, s Store, filter string, from uint64) []events.Msg {
+func all(t *testing.T, s events.Store, filter string, from uint64) []events.Msg {
 	t.Helper()
 	var out []events.Msg
 	require.NoError(t, s.Read(context.Background(), filter, from, func(m events.Msg) error {
@@ -162,7 +147,7 @@ func shown(ms ...events.Msg) []string {
 }
 
 // lastSeq returns the store's last sequence.
-func lastSeq(t *testing.T, s Store) uint64 {
+func lastSeq(t *testing.T, s events.Store) uint64 {
 	t.Helper()
 	seq, err := s.LastSeq(context.Background())
 	require.NoError(t, err)
@@ -170,7 +155,7 @@ func lastSeq(t *testing.T, s Store) uint64 {
 }
 
 // lastFor returns the subject's last sequence.
-func lastFor(t *testing.T, s Store, subj string) uint64 {
+func lastFor(t *testing.T, s events.Store, subj string) uint64 {
 	t.Helper()
 	seq, err := s.LastFor(context.Background(), subj)
 	require.NoError(t, err)
