@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/iqdgateway/gateway/client"
 )
 
 // Paths of the merchant API.
@@ -82,39 +84,12 @@ func responseHash(secret, txID, bankID string, amount int64) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-// record is a transaction record as the merchant API returns it; nullable
-// fields are pointers.
+// record is a transaction record as the APIs return it: the Go client's
+// Transaction, which client's TestTransaction_JSONIsTheGateways holds
+// equal to what the gateway writes, with the operator API's siteId.
 type record struct {
-	SiteID          string  `json:"siteId"`
-	TransactionID   string  `json:"transactionId"`
-	BankID          string  `json:"bankId"`
-	Bank            string  `json:"bank"`
-	Amount          int64   `json:"amount"`
-	RequestedAmount int64   `json:"requestedAmount"`
-	UserID          string  `json:"userId"`
-	Name            string  `json:"name"`
-	UserName        string  `json:"userName"`
-	ProcessID       string  `json:"processId"`
-	Type            string  `json:"type"`
-	ConvertedName   string  `json:"convertedName"`
-	Status          string  `json:"status"`
-	StatusReason    *string `json:"statusReason"`
-	IdentifierKind  string  `json:"identifierKind"`
-	Hash            string  `json:"hash"`
-	CreatedAt       string  `json:"createdAt"`
-	UpdatedAt       string  `json:"updatedAt"`
-	// deposit
-	BankName        string  `json:"bankName"`
-	BankAccountName string  `json:"bankAccountName"`
-	BankAccountIban string  `json:"bankAccountIban"`
-	SenderName      *string `json:"senderName"`
-	Lang            string  `json:"lang"`
-	ExpiresAt       *string `json:"expiresAt"`
-	URL             *string `json:"url"`
-	AlreadyPending  bool    `json:"alreadyPending"`
-	// withdrawal
-	AccountName string `json:"accountName"`
-	IBAN        string `json:"iban"`
+	SiteID string `json:"siteId"`
+	client.Transaction
 }
 
 // rec decodes a 200 response's record.
