@@ -168,7 +168,7 @@ func TestCallbacks_deliveredByTheGateway(t *testing.T) {
 		t.Skip("starts gateway subprocesses")
 	}
 	rcv := newHookReceiver(t)
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	startWith(t, addr, "--data", t.TempDir(), "--callback-allow-private")
 	base := "http://" + addr
 	txs := siteWithHooks(t, base, rcv, 2)
@@ -285,7 +285,7 @@ func TestCallbacks_gracefulStopHandsBackAtOnce(t *testing.T) {
 	rcv.refuse.Store(true)
 	dir := t.TempDir()
 	args := []string{"--data", dir, "--callback-allow-private", "--callback-ack-wait", "10m", "--callback-retry", "5s,5s"}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	cmd, out := startWith(t, addr, args...)
 	txs := siteWithHooks(t, "http://"+addr, rcv, 1)
 	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) >= 1 }, "the first attempt, refused")
@@ -295,7 +295,7 @@ func TestCallbacks_gracefulStopHandsBackAtOnce(t *testing.T) {
 	before := rcv.hooks()
 	require.Len(t, before, 1, "one attempt before the stop")
 
-	startWith(t, freeAddr(t), args...)
+	startWith(t, testkit.FreeAddr(t), args...)
 	testkit.Eventually(t, testkit.WaitFor, func() bool { return len(rcv.hooks()) == 2 },
 		"the retry made by the next start, well before the ack wait of 10m")
 	got := rcv.hooks()[1]

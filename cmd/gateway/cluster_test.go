@@ -27,7 +27,7 @@ import (
 // it is ready.
 func clusterGateway(t *testing.T, c *testkit.Cluster) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	startWith(t, addr, "--nats", c.URLs(), "--replicas", "3")
 	return "http://" + addr
 }
@@ -519,7 +519,7 @@ func TestCluster_startupWaitsForTheCluster(t *testing.T) {
 	// expects an answer catches it.
 	var gws []string
 	for range 2 {
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		spawn(t, "--http", addr, "--admin-token", testToken, "--log-level", "warn", "--nats", c.URLs(), "--replicas", "3")
 		gws = append(gws, "http://"+addr)
 	}
@@ -662,7 +662,7 @@ func callbackGateways(t *testing.T, extra ...string) (cmds [2]*exec.Cmd, bases [
 	c := testkit.StartCluster(t, testkit.ClusterConfig{SyncAlways: true})
 	c.WaitReady()
 	for i := range cmds {
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		cmds[i], _ = startWith(t, addr, append([]string{"--nats", c.URLs(), "--replicas", "3",
 			"--callback-allow-private", "--callback-lease-ttl", "2s"}, extra...)...)
 		bases[i] = "http://" + addr

@@ -183,7 +183,7 @@ func TestDemo_callbacksReachTheReceiver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
 	_, out := startWith(t, addr, "--demo", "--data", t.TempDir(), "--log-level", "info")
 	var exports []string
@@ -257,7 +257,7 @@ func TestDemoReceiver_onlyWithDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	startWith(t, addr, "--data", t.TempDir())
 	e, err := call("POST", "http://"+addr+"/demo/callbacks", map[string]string{"Content-Type": "application/json"}, "{}")
 	require.NoError(t, err)

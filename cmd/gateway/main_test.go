@@ -351,14 +351,6 @@ func TestParseProxies_ipv4Mapped(t *testing.T) {
 // testToken is the subprocesses' --admin-token: long enough to be accepted.
 const testToken = "test-admin-token-0123456789abcdefgh"
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func startGateway(t *testing.T, dir, addr string) (*exec.Cmd, *testkit.Buffer) {
 	t.Helper()
 	return startWith(t, addr, "--data", dir)
@@ -453,7 +445,7 @@ func TestRestartAfterKill(t *testing.T) {
 }
 
 func restartAfterKill(t *testing.T, sites int, args []string) {
-	dir, addr := t.TempDir(), freeAddr(t)
+	dir, addr := t.TempDir(), testkit.FreeAddr(t)
 	start := func() *exec.Cmd {
 		cmd, _ := startWith(t, addr, append([]string{"--data", dir}, args...)...)
 		return cmd
@@ -617,7 +609,7 @@ func TestSIGTERMDrains(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gateway subprocesses")
 	}
-	dir, addr := t.TempDir(), freeAddr(t)
+	dir, addr := t.TempDir(), testkit.FreeAddr(t)
 	cmd, out := startGateway(t, dir, addr)
 	base := "http://" + addr
 	opsCall(t, base, "POST", "/ops/v1/banks", map[string]any{"code": "ZAINCASH", "name": map[string]string{"en": "ZainCash"},
@@ -716,7 +708,7 @@ var (
 // startOnOwnPorts runs the gateway subprocess on ports it picks itself
 // (--http 127.0.0.1:0, and --nats-listen 127.0.0.1:0 when exposeNATS),
 // reads from its log the addresses it took, and waits for /readyz. A port
-// the test picked and released (freeAddr) can be taken by another process
+// the test picked and released (testkit.FreeAddr) can be taken by another process
 // before the gateway binds it: a busy machine, a parallel `go test ./...`,
 // binds ports all the time.
 func startOnOwnPorts(t *testing.T, exposeNATS bool, args ...string) (httpAddr, natsAddr string, out *testkit.Buffer) {
@@ -776,7 +768,7 @@ func TestDemoIsIdempotent(t *testing.T) {
 	dir := t.TempDir()
 	var keys []string
 	for run := 0; run < 2; run++ {
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		cmd, out := startWith(t, addr, "--demo", "--data", dir)
 		var text string
 		testkit.Eventually(t, testkit.WaitFor, func() bool {
@@ -1008,7 +1000,7 @@ func TestGateway_lostHistoryStops(t *testing.T) {
 	// As left by a gateway that had 7 messages on disk: the stream the
 	// next start finds is empty.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "durable-LEDGER"), fmt.Appendf(nil, "%020d\n", 7), 0o600))
-	cmd, out := spawn(t, "--data", dir, "--http", freeAddr(t))
+	cmd, out := spawn(t, "--data", dir, "--http", testkit.FreeAddr(t))
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "log:\n%s", out.String())
@@ -1025,7 +1017,7 @@ func TestGateway_unusableDataFileStops(t *testing.T) {
 	}
 	dir := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "durable-LEDGER"), 0o700))
-	cmd, out := spawn(t, "--data", dir, "--http", freeAddr(t))
+	cmd, out := spawn(t, "--data", dir, "--http", testkit.FreeAddr(t))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var err error
@@ -1098,9 +1090,9 @@ func TestOneGatewayPerDataDir(t *testing.T) {
 		t.Skip("starts gateway subprocesses")
 	}
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	startGateway(t, dir, addr)
-	second, out := spawn(t, "--http", freeAddr(t), "--admin-token", testToken, "--data", dir)
+	second, out := spawn(t, "--http", testkit.FreeAddr(t), "--admin-token", testToken, "--data", dir)
 	err := second.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)

@@ -153,7 +153,7 @@ func jsonLines(t *testing.T, log string) []map[string]any {
 func TestGateway_metricsAndJSONLogs(t *testing.T) {
 	testkit.SetEnv(t, gatewayEnv, nil)
 	srv := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1", SyncAlways: true})
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	gw := inProcess(t, "--http", addr, "--nats", srv.URL(), "--admin-token", testToken, "--callback-allow-private", "--log-format", "json")
 	base := "http://" + addr
 	waitStatus(t, base+"/readyz", 200)
@@ -221,14 +221,14 @@ func TestGateway_metricsAndJSONLogs(t *testing.T) {
 func TestDispatcher_probesAndMetrics(t *testing.T) {
 	testkit.SetEnv(t, gatewayEnv, nil)
 	srv := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1"})
-	daddr := freeAddr(t)
+	daddr := testkit.FreeAddr(t)
 	disp := inProcess(t, "callbacks", "--nats", srv.URL(), "--http", daddr, "--callback-allow-private", "--log-format", "json")
 	dbase := "http://" + daddr
 	waitStatus(t, dbase+"/healthz", 200)
 	code, _ := status(dbase+"/readyz", nil)
 	assert.Equal(t, 503, code, "no ledger stream yet")
 
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	gw := inProcess(t, "--http", addr, "--nats", srv.URL(), "--admin-token", testToken, "--callbacks=false")
 	base := "http://" + addr
 	waitStatus(t, base+"/readyz", 200)

@@ -31,7 +31,7 @@ func TestGracefulStop_callbackStreamFollowsOn(t *testing.T) {
 		t.Skip("starts gateway subprocesses")
 	}
 	ns := testkit.StartServer(t, jsstore.ServerConfig{Listen: "127.0.0.1:-1"})
-	addrA, addrB := freeAddr(t), freeAddr(t)
+	addrA, addrB := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	cmdA, outA := startWith(t, addrA, "--nats", ns.URL(), "--log-level", "info")
 	startWith(t, addrB, "--nats", ns.URL())
 	a, b := "http://"+addrA, "http://"+addrB

@@ -361,7 +361,7 @@ func TestRun_auditAgainstGateway(t *testing.T) {
 	bin := filepath.Join(dir, "gateway")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/iqdgateway/gateway/cmd/gateway").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
-	natsAddr, httpAddr := freeAddr(t), freeAddr(t)
+	natsAddr, httpAddr := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	pwFile := testkit.SecretFile(t, dir, "nats-password", "gateway-nats-pw\n")
 	const token = "ledgerctl-test-admin-token-0123456789"
 	gw := exec.Command(bin, "--http", httpAddr, "--data", filepath.Join(dir, "data"), "--admin-token", token,
@@ -397,14 +397,6 @@ func TestRun_auditAgainstGateway(t *testing.T) {
 	code, _, errOut = ledgerctl(t, args...)
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "Authorization Violation")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // ready reports whether the gateway at base answers /readyz with 200.

@@ -126,6 +126,14 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
+// FreeAddr is a free loopback address for a process the test starts
+// later, its port chosen as freePorts does: below the ephemeral range,
+// which the machine's own outgoing connections take ports from.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+}
+
 // Start starts the node (again) on its directory and ports; starting a
 // running node does nothing.
 func (n *Node) Start() {
