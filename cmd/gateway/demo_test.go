@@ -158,6 +158,10 @@ func TestDemoReceiver(t *testing.T) {
 		{"body changed", "POST", strings.Replace(body, "24000", "25000", 1), signed(site.WebhookSecret, body), 401, "no webhook signature matches"},
 		{"another site's transaction", "POST", strings.Replace(body, "sandbox-1", "shop-1", 1), signed(site.WebhookSecret, body), 401, "no site's"},
 		{"not a callback", "POST", `{"hello":1}`, signed(site.WebhookSecret, `{"hello":1}`), 400, "not a callback"},
+		{"a wildcard id", "POST", `{"type":"deposit.approved","data":{"transactionId":"sandbox.*-1"}}`, signed(site.WebhookSecret, `{"type":"deposit.approved","data":{"transactionId":"sandbox.*-1"}}`), 401, "no site's"},
+		{"a dotted id", "POST", `{"type":"deposit.approved","data":{"transactionId":"../sandbox-1"}}`, signed(site.WebhookSecret, `{"type":"deposit.approved","data":{"transactionId":"../sandbox-1"}}`), 401, "no site's"},
+		{"a subject wildcard", "POST", `{"type":"deposit.approved","data":{"transactionId":">"}}`, signed(site.WebhookSecret, `{"type":"deposit.approved","data":{"transactionId":">"}}`), 401, "no site's"},
+		{"a control character", "POST", `{"type":"deposit.approved","data":{"transactionId":"sandbox\u0000-1"}}`, signed(site.WebhookSecret, `{"type":"deposit.approved","data":{"transactionId":"sandbox\u0000-1"}}`), 401, "no site's"},
 		{"a GET", "GET", "", nil, 405, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -106,9 +106,15 @@ func (d *demoReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.refuse(w, r, http.StatusBadRequest, errors.New("not a callback: a JSON body with data.transactionId"))
 		return
 	}
-	site := ids.TxID(cb.Data.TransactionID).Site()
-	cfg, ok := d.site(site)
-	if site == "" || !ok {
+	// Parsed like every id from outside: the body is not verified yet.
+	tx, err := ids.ParseTx(cb.Data.TransactionID)
+	site := tx.Site()
+	var cfg *aggregates.Config
+	ok := err == nil
+	if ok {
+		cfg, ok = d.site(site)
+	}
+	if !ok {
 		d.refuse(w, r, http.StatusUnauthorized, fmt.Errorf("transaction %q is no site's of this gateway", cb.Data.TransactionID))
 		return
 	}
