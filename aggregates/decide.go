@@ -132,7 +132,12 @@ func (s *Site) decideUpdate(c UpdateSite, d decision) (Decision, error) {
 	}
 	var evs []events.Event
 	if coreChange(c.Settings) || !pageChange(c.Settings) {
-		evs = append(evs, d.ev(updatedEvent(c.Settings)))
+		ev := updatedEvent(c.Settings)
+		if l := c.Settings.NegativeLimit; l != nil {
+			left, _ := s.Treasury().Debit(*l-s.Cfg.NegativeLimit, LimitChange)
+			ev.Available = &left
+		}
+		evs = append(evs, d.ev(ev))
 	}
 	if pageChange(c.Settings) {
 		evs = append(evs, d.ev(pageEvent(c.Settings)))

@@ -19,6 +19,12 @@ const (
 	// available amount to 0, and below only when the operator says so
 	// (the caller's decision, with what Debit says is left).
 	OperatorDebit
+	// LimitChange is a change of the negative limit, a debit of (new
+	// limit − old limit) from what is available, a credit when the limit
+	// is loosened. It is always allowed: tightening the limit below what
+	// is already reserved is how an operator stops payouts at once, and
+	// what it leaves (negative then) is what its event and answer say.
+	LimitChange
 )
 
 // Available is balance − pending withdrawals − negative limit: what is
@@ -34,8 +40,11 @@ func (t Treasury) Available() int64 {
 // debit of kind k.
 func (t Treasury) Debit(amount int64, k DebitKind) (left int64, ok bool) {
 	left = t.Available() - amount
-	if k == Reservation {
+	switch k {
+	case Reservation:
 		return left, left > 0
+	case LimitChange:
+		return left, true
 	}
 	return left, left >= 0
 }

@@ -122,6 +122,7 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 		if p.NegativeLimit != nil {
 			a.negLimit = *p.NegativeLimit
 		}
+		a.limitLeft(w, e.Name, p)
 	case *events.SiteSandbox:
 		// Only a creation writes it (docs/events.md "site.sandbox.v1"):
 		// a later one would make a live site a sandbox, whose merchant
@@ -168,7 +169,7 @@ func (a *siteAudit) event(seq uint64, i int, e *events.Event) {
 	case *events.WithdrawalRequested:
 		if a.runBalance-a.runPending-p.Amount <= a.negLimit {
 			a.treasuryP.addf(at(), p.TxID, "withdrawal of %d reserved with balance %d, pending %d, negative limit %d: available was only %d",
-				p.Amount, a.runBalance, a.runPending, a.negLimit, a.runBalance-a.runPending-a.negLimit)
+				p.Amount, a.runBalance, a.runPending, a.negLimit, a.available())
 		}
 		a.create(w, p.TxID, p.ProcessID, txRec{kind: aggregates.KindWithdrawal, status: aggregates.StatusPending,
 			requested: p.Amount, amount: p.Amount})
@@ -231,10 +232,34 @@ func (a *siteAudit) belowLimit(w where, name string, p *events.TreasuryAdjusted)
 	if name != events.TreasuryAdjustedName || p.Amount >= 0 || p.AllowBelowLimit {
 		return
 	}
-	available := a.runBalance - a.runPending - a.negLimit
+	available := a.available()
 	if after := available + p.Amount; after < 0 {
 		a.treasuryP.addf(w.at(), "", "debit of %d without allowBelowLimit takes the treasury %d below its negative limit "+
 			"(balance %d, pending %d, negative limit %d: available was %d)", -p.Amount, -after, a.runBalance, a.runPending, a.negLimit, available)
+	}
+}
+
+// available is what the replayed treasury has left: balance − pending
+// withdrawals − negative limit.
+func (a *siteAudit) available() int64 { return a.runBalance - a.runPending - a.negLimit }
+
+// limitLeft checks what a site.updated.v2 says is left available: exactly
+// what its change of the negative limit left (docs/events.md
+// "site.updated.v2"), and nothing when it does not change the limit. v1
+// never said.
+func (a *siteAudit) limitLeft(w where, name string, p *events.SiteUpdated) {
+	if name != events.SiteUpdatedName {
+		return
+	}
+	available := a.available()
+	switch {
+	case p.NegativeLimit == nil && p.Available != nil:
+		a.treasuryP.addf(w.at(), "", "says %d is left available without changing the negative limit", *p.Available)
+	case p.NegativeLimit != nil && p.Available == nil:
+		a.treasuryP.addf(w.at(), "", "changes the negative limit to %d without saying what is left available (%d)", a.negLimit, available)
+	case p.NegativeLimit != nil && *p.Available != available:
+		a.treasuryP.addf(w.at(), "", "says %d is left available after the negative limit became %d; balance %d, pending %d leave %d",
+			*p.Available, a.negLimit, a.runBalance, a.runPending, available)
 	}
 }
 

@@ -75,3 +75,56 @@ func TestAudit_debitBelowLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestAudit_limitLeft: a site.updated.v2 must say exactly what its change
+// of the negative limit left available, and nothing when it changes no
+// limit; v1 never said.
+func TestAudit_limitLeft(t *testing.T) {
+	// The site: negative limit −1000, balance 5000, a 2000 withdrawal
+	// pending: a limit of 0 leaves 3000.
+	limit := func(v int64) *int64 { return &v }
+	tests := []struct {
+		name  string
+		event string
+		p     *events.SiteUpdated
+		fails string
+	}{
+		{"as decided", events.SiteUpdatedName, &events.SiteUpdated{NegativeLimit: limit(0), Available: limit(3000)}, ""},
+		{"another amount", events.SiteUpdatedName, &events.SiteUpdated{NegativeLimit: limit(0), Available: limit(4000)}, "balance 5000, pending 2000 leave 3000"},
+		{"nothing said", events.SiteUpdatedName, &events.SiteUpdated{NegativeLimit: limit(0)}, "without saying what is left available (3000)"},
+		{"said without a change", events.SiteUpdatedName, &events.SiteUpdated{Available: limit(3000)}, "without changing the negative limit"},
+		{"v1 says nothing", events.SiteUpdatedV1Name, &events.SiteUpdated{NegativeLimit: limit(0)}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			now := time.Now()
+			s := aggregates.NewSite("s-limit")
+			name, lim := "shop", int64(-1000)
+			decideAppend(t, e, s, aggregates.CreateSite{AppKey: "k", Secret: "sec", WebhookSecret: "wh",
+				Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &lim}}, now, "admin")
+			decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 5000, Reason: "opening"}, now, "admin")
+			decideAppend(t, e, s, aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: "w1", Amount: 2000, UserID: "u1",
+				UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}, AccountName: "Ali", IBAN: "07701234567"}, now, events.ActorMerchant)
+			if tc.fails == "" && tc.event == events.SiteUpdatedName {
+				// What passes is what the aggregate writes.
+				d, err := s.Decide(aggregates.UpdateSite{Settings: aggregates.SiteSettings{NegativeLimit: tc.p.NegativeLimit}}, now, "admin")
+				require.NoError(t, err)
+				require.Equal(t, tc.p, d.Events[0].Payload)
+			}
+			seq := appendEvents(t, e.st, s, events.Event{Name: tc.event, Time: now.UnixMilli(), Actor: "admin", Payload: tc.p})
+
+			rep := e.runAudit(t, audit.Options{})
+			if tc.fails == "" {
+				assert.Empty(t, failed(rep))
+				return
+			}
+			assert.Equal(t, []string{string(s.ID) + "/" + audit.CheckTreasury}, failed(rep))
+			c := check(t, rep, string(s.ID), audit.CheckTreasury)
+			if assert.Len(t, c.Problems, 1) {
+				assert.Equal(t, seq, c.Problems[0].At.Seq)
+				assert.Contains(t, c.Problems[0].Message, tc.fails)
+			}
+		})
+	}
+}

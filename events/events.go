@@ -23,9 +23,12 @@ import (
 const (
 	// SiteCreatedName is written for every site created since operator
 	// writes took an Idempotency-Key; SiteCreatedV1Name is only read.
-	SiteCreatedName              = "site.created.v2"
-	SiteCreatedV1Name            = "site.created.v1"
-	SiteUpdatedName              = "site.updated.v1"
+	SiteCreatedName   = "site.created.v2"
+	SiteCreatedV1Name = "site.created.v1"
+	// SiteUpdatedName says what is left available after a change of the
+	// negative limit; SiteUpdatedV1Name, which did not, is only read.
+	SiteUpdatedName              = "site.updated.v2"
+	SiteUpdatedV1Name            = "site.updated.v1"
 	SiteSecretRotatedName        = "site.secret_rotated.v1"
 	SiteWebhookSecretRotatedName = "site.webhook_secret_rotated.v1"
 	SitePageUpdatedName          = "site.page_updated.v1"
@@ -302,7 +305,7 @@ func decodePayload(name string, data []byte) (Payload, error) {
 	switch name {
 	case SiteCreatedName, SiteCreatedV1Name:
 		p = &SiteCreated{}
-	case SiteUpdatedName:
+	case SiteUpdatedName, SiteUpdatedV1Name:
 		p = &SiteUpdated{}
 	case SiteSecretRotatedName:
 		p = &SiteSecretRotated{}
@@ -355,6 +358,10 @@ func decodePayload(name string, data []byte) (Payload, error) {
 	switch name {
 	case SiteCreatedV1Name, TreasuryAdjustedV1Name, BankCreatedV1Name:
 		p.(keyed).upcastV1()
+	case SiteUpdatedV1Name:
+		// v1 never said what was left available; a field that a v1
+		// writer could not have meant does not count.
+		p.(*SiteUpdated).Available = nil
 	}
 	return p, nil
 }

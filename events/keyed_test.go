@@ -151,3 +151,32 @@ func TestDecode_keyedPayloads(t *testing.T) {
 		})
 	}
 }
+
+// site.updated.v1 reads as v2 without Available, and v2 keeps it.
+func TestDecode_siteUpdatedV1(t *testing.T) {
+	type v1 struct {
+		Name          *string `msgpack:"name,omitempty"`
+		NegativeLimit *int64  `msgpack:"negativeLimit,omitempty"`
+	}
+	name, limit, left := "Shop", int64(-500), int64(-20)
+	data, err := msgpack.Marshal(&v1{Name: &name, NegativeLimit: &limit})
+	require.NoError(t, err)
+	got, err := Decode(storedMessage(t, SiteUpdatedV1Name, data))
+	require.NoError(t, err)
+	assert.Equal(t, &SiteUpdated{Name: &name, NegativeLimit: &limit}, got[0].Payload)
+	assert.Equal(t, SiteUpdatedV1Name, got[0].Name, "the stored name is kept: the hash chain covers it")
+
+	// A v1 that held the field anyway says nothing: no v1 writer meant it.
+	withLeft, err := msgpack.Marshal(&SiteUpdated{NegativeLimit: &limit, Available: &left})
+	require.NoError(t, err)
+	got, err = Decode(storedMessage(t, SiteUpdatedV1Name, withLeft))
+	require.NoError(t, err)
+	assert.Nil(t, got[0].Payload.(*SiteUpdated).Available)
+
+	got, err = Decode(storedMessage(t, SiteUpdatedName, withLeft))
+	require.NoError(t, err)
+	assert.Equal(t, &SiteUpdated{NegativeLimit: &limit, Available: &left}, got[0].Payload)
+	var m map[string]any
+	require.NoError(t, msgpack.Unmarshal(withLeft, &m))
+	assert.EqualValues(t, left, m["available"], "stored field names never change")
+}

@@ -41,6 +41,8 @@ func (*SiteCreated) EventName() string { return SiteCreatedName }
 func (p *SiteCreated) upcastV1() { p.IdempotencyKey, p.RequestHash = "", "" }
 
 // SiteUpdated changes some of a site's settings; a nil field is unchanged.
+// Written as site.updated.v2; site.updated.v1 decodes into it without
+// Available.
 type SiteUpdated struct {
 	Name              *string   `msgpack:"name,omitempty"`
 	NegativeLimit     *int64    `msgpack:"negativeLimit,omitempty"`
@@ -49,6 +51,11 @@ type SiteUpdated struct {
 	HostedPage        *bool     `msgpack:"hostedPage,omitempty"`
 	DepositTTLSeconds *int64    `msgpack:"depositTtl,omitempty"`
 	RateLimit         *int64    `msgpack:"rateLimit,omitempty"`
+	// Available is what the treasury rule left available right after a
+	// change of NegativeLimit (balance − pending withdrawals − the new
+	// limit; negative when the limit was tightened below what is
+	// reserved). Set exactly when NegativeLimit is, from v2 on.
+	Available *int64 `msgpack:"available,omitempty"`
 }
 
 // EventName implements Payload.

@@ -419,6 +419,7 @@ func TestOpenAPI_ops(t *testing.T) {
 		{"POST", "/ops/v1/sites", `{}`, 400, nil},
 		{"GET", "/ops/v1/sites/" + st.ID, "", 200, nil},
 		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":0,"supportContact":"help"}`, 200, nil},
+		{"PATCH", "/ops/v1/sites/" + st.ID, `{"negativeLimit":-1000}`, 200, nil},
 		{"PATCH", "/ops/v1/sites/" + st.ID, `{"rateLimit":-1}`, 400, nil},
 		{"PATCH", "/ops/v1/sites/" + full.ID, `{"negativeLimit":-1125899906842624}`, 409, nil},
 		{"POST", "/ops/v1/sites/" + bare.ID + "/secret", `{"overlapSeconds":60}`, 200, nil},

@@ -214,6 +214,10 @@ func TestOpsUpdateSite(t *testing.T) {
 		require.Equal(t, v, m[k], k)
 		require.Equal(t, v, got[k], k)
 	}
+	// 0 − 0 − (−1000): the update says what the new limit left; a read
+	// of the site has its treasury instead.
+	require.Equal(t, 1000.0, m["available"])
+	require.NotContains(t, got, "available")
 	require.Equal(t, orig["appKey"], got["appKey"])
 	require.Equal(t, orig["createdAt"], got["createdAt"])
 	// The merchant API follows the new settings.
@@ -226,6 +230,41 @@ func TestOpsUpdateSite(t *testing.T) {
 	// The new rate limit (burst 200) and allowlist (loopback) let the
 	// merchant in.
 	requireOK(t, s.get(st, "/v1/balance", ""))
+}
+
+// TestOpsUpdateSite_negativeLimit: a change of the negative limit is
+// taken even below what is reserved (how an operator stops payouts at
+// once), and its answer says what is left available.
+func TestOpsUpdateSite_negativeLimit(t *testing.T) {
+	e := newEnv(t)
+	s := e.newStack(stackOptions{})
+	s.seedBanks()
+	st := s.newSite(map[string]any{"negativeLimit": -5000}, 10000)
+	requireOK(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "w1", "u1", 12000, "07712345678")))
+	require.Equal(t, int64(3000), s.balanceOf(t, st).Available)
+
+	for _, c := range []struct {
+		body      map[string]any
+		available any // nil: absent
+	}{
+		{map[string]any{"negativeLimit": -6000}, 4000.0},
+		{map[string]any{"negativeLimit": 0}, -2000.0},
+		{map[string]any{"name": "Renamed"}, nil},
+		{map[string]any{"negativeLimit": 0, "rateLimit": 50}, -2000.0},
+	} {
+		r := s.ops("PATCH", "/ops/v1/sites/"+st.ID, c.body)
+		requireOK(t, r)
+		m := decodeAny(t, r)
+		if c.available == nil {
+			require.NotContains(t, m, "available", "%v", c.body)
+			continue
+		}
+		require.Equal(t, c.available, m["available"], "%v", c.body)
+	}
+	b := s.balanceOf(t, st)
+	require.Equal(t, balance{Balance: 10000, PendingWithdrawals: 12000, NegativeLimit: 0, Available: -2000, Currency: "IQD"}, b)
+	// Nothing more is paid out until room is made; what was reserved stands.
+	requireErr(t, s.post(st, pathWithdraw, withdrawForm("ZAINCASH", "w2", "u2", 1000, "07712345678")), 402, "insufficient_site_balance", "amount")
 }
 
 func TestOpsAdjustments(t *testing.T) {
@@ -536,7 +575,7 @@ func TestOpsSiteEvents(t *testing.T) {
 		actors = append(actors, it.Actor)
 	}
 	require.Equal(t, []string{"site.created.v2", "treasury.adjusted.v3", "deposit.requested.v1", "deposit.approved.v1",
-		"site.secret_rotated.v1", "site.webhook_secret_rotated.v1", "site.updated.v1", "withdrawal.requested.v1",
+		"site.secret_rotated.v1", "site.webhook_secret_rotated.v1", "site.updated.v2", "withdrawal.requested.v1",
 		"withdrawal.processing.v1", "withdrawal.paid.v1"}, names)
 	require.Equal(t, []string{"admin", "admin", "merchant", "admin", "admin", "admin", "admin", "merchant", "admin", "admin"}, actors)
 	require.Equal(t, "[redacted]", items[0].Data["secret"])

@@ -259,7 +259,7 @@ func TestOpsOperators_actorInEvents(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"site.created.v2 by " + admin.ID,
-		"site.updated.v1 by " + admin.ID,
+		"site.updated.v2 by " + admin.ID,
 		"treasury.adjusted.v3 by " + admin.ID,
 		"site.secret_rotated.v1 by " + admin.ID,
 		"deposit.requested.v1 by merchant",

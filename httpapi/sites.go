@@ -33,6 +33,9 @@ type siteView struct {
 	WebhookSecret string           `json:"webhookSecret,omitempty"`
 	CreatedAt     string           `json:"createdAt"`
 	Treasury      *records.Balance `json:"treasury,omitempty"`
+	// Available is only in the answer of an update that sets
+	// negativeLimit: what its event says the new limit left available.
+	Available *int64 `json:"available,omitempty"`
 }
 
 // siteMethodView is a method as a site offers it (0 and [] mean the
@@ -229,12 +232,19 @@ func (s *Server) updateSite(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	if _, err := s.run(r, id, aggregates.UpdateSite{Settings: b}); err != nil {
+	lr, err := s.cfg.Ledger.Execute(r.Context(), id, aggregates.UpdateSite{Settings: b}, info(r).actor)
+	if err != nil {
 		s.writeErr(w, r, err)
 		return
 	}
 	cfg, _ := s.cfg.Ledger.SiteConfig(id)
-	s.writeData(w, r, viewSite(id, cfg))
+	v := viewSite(id, cfg)
+	for _, e := range lr.Events {
+		if p, ok := e.Payload.(*events.SiteUpdated); ok {
+			v.Available = p.Available
+		}
+	}
+	s.writeData(w, r, v)
 }
 
 // run executes a site command on behalf of the authenticated operator and
