@@ -140,12 +140,6 @@ func testBank() *aggregates.Bank {
 		Accounts: []events.Account{{AccountName: "Acme", AccountNumber: "0770000000"}}}
 }
 
-// depositReq is a deposit request of user for amount on testBank.
-func depositReq(pid, user string, amount int64) aggregates.RequestDeposit {
-	return aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: pid, Amount: amount, UserID: user,
-		UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}}
-}
-
 // handSite writes site id as the gateway would (a sandbox one when
 // sandbox is set): funded, with a pending deposit and a paid withdrawal,
 // whose ids it returns. Its creation is at now.
@@ -157,10 +151,9 @@ func handSite(t *testing.T, e *env, id string, sandbox bool, now time.Time) (s *
 		Settings: aggregates.SiteSettings{Name: &name, Sandbox: &sandbox}}, now, "admin")
 	require.Equal(t, sandbox, s.Cfg.Sandbox)
 	decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 100_000, Reason: "opening"}, now, "admin")
-	d := decideAppend(t, e, s, depositReq("d1", "u1", 5000), now, events.ActorMerchant)
+	d := decideAppend(t, e, s, testkit.Deposit(testBank(), "d1", "u1", 5000), now, events.ActorMerchant)
 	pending = txIDOf(s.ID, d.Tx)
-	w := decideAppend(t, e, s, aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: "w1", Amount: 3000, UserID: "u2",
-		UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}, AccountName: "Ali", IBAN: "07701234567"}, now, events.ActorMerchant)
+	w := decideAppend(t, e, s, testkit.Withdrawal(testBank(), "w1", "u2", 3000, "07701234567"), now, events.ActorMerchant)
 	paid = txIDOf(s.ID, w.Tx)
 	mover := "admin"
 	if sandbox {

@@ -13,6 +13,7 @@ import (
 	"github.com/iqdgateway/gateway/aggregates"
 	"github.com/iqdgateway/gateway/audit"
 	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // TestAudit_liveModelComparesNewerState: a snapshot that lost or changed
@@ -54,8 +55,8 @@ func TestAudit_liveModelComparesNewerState(t *testing.T) {
 				Settings: aggregates.SiteSettings{Name: &name, Sandbox: &sb, ReturnURL: &url, SupportContact: &support}}, now, "admin")
 			decideAppend(t, e, s, aggregates.SetSiteMethods{Methods: []events.SiteMethod{{BankID: testBank().ID, MaxAmount: 9000,
 				Accounts: []events.Account{{AccountName: "own", AccountNumber: "1"}}}}}, now, "admin")
-			decideAppend(t, e, s, depositReq("p1", "u1", 5000), now, events.ActorMerchant)
-			require.True(t, decideAppend(t, e, s, depositReq("p2", "u1", 6000), now, events.ActorMerchant).AlreadyPending)
+			decideAppend(t, e, s, testkit.Deposit(testBank(), "p1", "u1", 5000), now, events.ActorMerchant)
+			require.True(t, decideAppend(t, e, s, testkit.Deposit(testBank(), "p2", "u1", 6000), now, events.ActorMerchant).AlreadyPending)
 
 			data, err := s.MarshalSnapshot(posOf(s))
 			require.NoError(t, err)

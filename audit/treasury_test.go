@@ -10,6 +10,7 @@ import (
 	"github.com/iqdgateway/gateway/aggregates"
 	"github.com/iqdgateway/gateway/audit"
 	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
 // TestAudit_debitBelowLimit: a treasury.adjusted.v3 debit that takes the
@@ -43,8 +44,7 @@ func TestAudit_debitBelowLimit(t *testing.T) {
 			decideAppend(t, e, s, aggregates.CreateSite{AppKey: "k", Secret: "sec", WebhookSecret: "wh",
 				Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &limit}}, now, "admin")
 			decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 5000, Reason: "opening"}, now, "admin")
-			decideAppend(t, e, s, aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: "w1", Amount: 2000, UserID: "u1",
-				UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}, AccountName: "Ali", IBAN: "07701234567"}, now, events.ActorMerchant)
+			decideAppend(t, e, s, testkit.Withdrawal(testBank(), "w1", "u1", 2000, "07701234567"), now, events.ActorMerchant)
 			require.Equal(t, int64(4000), s.Available())
 			if tc.event == events.TreasuryAdjustedName {
 				// The audit fails what the aggregate refuses.
@@ -104,8 +104,7 @@ func TestAudit_limitLeft(t *testing.T) {
 			decideAppend(t, e, s, aggregates.CreateSite{AppKey: "k", Secret: "sec", WebhookSecret: "wh",
 				Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &lim}}, now, "admin")
 			decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 5000, Reason: "opening"}, now, "admin")
-			decideAppend(t, e, s, aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: "w1", Amount: 2000, UserID: "u1",
-				UserName: "n", Name: "Ali", Bank: testBank(), BankRef: "ZAIN"}, AccountName: "Ali", IBAN: "07701234567"}, now, events.ActorMerchant)
+			decideAppend(t, e, s, testkit.Withdrawal(testBank(), "w1", "u1", 2000, "07701234567"), now, events.ActorMerchant)
 			if tc.fails == "" && tc.event == events.SiteUpdatedName {
 				// What passes is what the aggregate writes.
 				d, err := s.Decide(aggregates.UpdateSite{Settings: aggregates.SiteSettings{NegativeLimit: tc.p.NegativeLimit}}, now, "admin")

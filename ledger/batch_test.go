@@ -61,7 +61,7 @@ func TestLedger_crossSiteBatch_staleSiteDecidedAgain(t *testing.T) {
 	// b writes site 3 while a's follower stalls: a's view of it is stale.
 	sa.pause()
 	stale := sites[3]
-	_, err := b.Execute(ctx, stale, deposit(bank(t, b), "theirs", "u-theirs", 7_000), events.ActorMerchant)
+	_, err := b.Execute(ctx, stale, testkit.Deposit(bank(t, b), "theirs", "u-theirs", 7_000), events.ActorMerchant)
 	require.NoError(t, err)
 
 	results := make([]ledger.Result, len(sites))
@@ -71,7 +71,7 @@ func TestLedger_crossSiteBatch_staleSiteDecidedAgain(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = a.Execute(ctx, id, deposit(bk, "ours", "u-ours", 5_000), events.ActorMerchant)
+			results[i], errs[i] = a.Execute(ctx, id, testkit.Deposit(bk, "ours", "u-ours", 5_000), events.ActorMerchant)
 		}()
 	}
 	wg.Wait()
@@ -132,7 +132,7 @@ func TestLedger_crossSiteBatches_twoProcessesRacing(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r, err := procs[p].Execute(ctx, id, withdrawal(banks[p], pid, "u-"+pid, amount), events.ActorMerchant)
+					r, err := procs[p].Execute(ctx, id, testkit.Withdrawal(banks[p], pid, "u-"+pid, amount, payee), events.ActorMerchant)
 					switch {
 					case err == nil:
 						mu.Lock()

@@ -40,7 +40,7 @@ func ledgerExpirySweep(t *testing.T, e *env) {
 	setup(t, l, 0, 0)
 	b := bank(t, l)
 	for _, pid := range []string{"d0", "d1", "d2"} {
-		_, err := l.Execute(ctx, siteID, deposit(b, pid, "user-"+pid, 5_000), events.ActorMerchant)
+		_, err := l.Execute(ctx, siteID, testkit.Deposit(b, pid, "user-"+pid, 5_000), events.ActorMerchant)
 		require.NoError(t, err)
 	}
 	_, err := l.Execute(ctx, siteID, aggregates.ApproveDeposit{TxID: txID(1)}, "op-1")
@@ -87,7 +87,7 @@ func TestLedger_expiry_afterDowntime(t *testing.T) {
 	l1 := e.ledger(st, ledger.Config{Now: clk.Now})
 	setup(t, l1, 0, 0)
 	b := bank(t, l1)
-	_, err := l1.Execute(ctx, siteID, deposit(b, "down", "u", 5_000), events.ActorMerchant)
+	_, err := l1.Execute(ctx, siteID, testkit.Deposit(b, "down", "u", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	require.NoError(t, l1.Close(ctx))
 	e.srv.Stop()
@@ -118,7 +118,7 @@ func ledgerExpiryTwoProcesses(t *testing.T, e *env) {
 	ba := bank(t, a)
 	const n = 30
 	for i := 0; i < n; i++ {
-		_, err := a.Execute(ctx, siteID, deposit(ba, "p"+string(rune('A'+i)), "user"+string(rune('A'+i)), 5_000), events.ActorMerchant)
+		_, err := a.Execute(ctx, siteID, testkit.Deposit(ba, "p"+string(rune('A'+i)), "user"+string(rune('A'+i)), 5_000), events.ActorMerchant)
 		require.NoError(t, err)
 	}
 	b := e.ledger(sb, ledger.Config{Now: clk.Now})

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/internal/testkit"
 	"github.com/iqdgateway/gateway/ledger"
 )
 
@@ -73,7 +74,7 @@ func TestHandOver_busySiteServesBothWriters(t *testing.T) {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil; i++ {
 				pid := fmt.Sprintf("a-%d-%d", g, i)
-				if _, err := a.Execute(ctx, siteID, deposit(bk, pid, "ua-"+pid, 5000), "merchant"); err == nil {
+				if _, err := a.Execute(ctx, siteID, testkit.Deposit(bk, pid, "ua-"+pid, 5000), "merchant"); err == nil {
 					byA.Add(1)
 				}
 			}
@@ -87,7 +88,7 @@ func TestHandOver_busySiteServesBothWriters(t *testing.T) {
 	atStart := byA.Load()
 	for i := range n {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := b.Execute(rctx, siteID, deposit(bk, fmt.Sprintf("b-%d", i), fmt.Sprintf("ub-%d", i), 7000), "merchant")
+		res, err := b.Execute(rctx, siteID, testkit.Deposit(bk, fmt.Sprintf("b-%d", i), fmt.Sprintf("ub-%d", i), 7000), "merchant")
 		cancel()
 		if err != nil {
 			failed = append(failed, err)
@@ -157,7 +158,7 @@ func TestHandOver_threeWriters(t *testing.T) {
 				for i := 0; ctx.Err() == nil; i++ {
 					pid := fmt.Sprintf("%d-%d-%d", p, g, i)
 					rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					_, err := l.Execute(rctx, siteID, deposit(bk, pid, "u"+pid, 5000), "merchant")
+					_, err := l.Execute(rctx, siteID, testkit.Deposit(bk, pid, "u"+pid, 5000), "merchant")
 					cancel()
 					if err != nil {
 						mu.Lock()

@@ -168,16 +168,6 @@ func bank(t *testing.T, l *ledger.Ledger) *aggregates.Bank {
 	return b
 }
 
-func deposit(b *aggregates.Bank, pid, user string, amount int64) aggregates.RequestDeposit {
-	return aggregates.RequestDeposit{Request: aggregates.Request{ProcessID: pid, Amount: amount, UserID: user,
-		UserName: "user " + user, Name: "Ali Hassan", Bank: b, BankRef: bankCode}, Lang: "en"}
-}
-
-func withdrawal(b *aggregates.Bank, pid, user string, amount int64) aggregates.RequestWithdrawal {
-	return aggregates.RequestWithdrawal{Request: aggregates.Request{ProcessID: pid, Amount: amount, UserID: user,
-		UserName: "user " + user, Name: "Ali Hassan", Bank: b, BankRef: bankCode}, AccountName: "Ali Hassan", IBAN: payee}
-}
-
 // txID is the public id of transaction i of the fixture site.
 func txID(i int32) ids.TxID { return ids.NewTx(siteID, i) }
 

@@ -36,7 +36,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.Equal(t, []ids.SiteID{siteID}, l.SiteIDs())
 
 	// A deposit request creates a pending transaction.
-	r, err := l.Execute(ctx, siteID, deposit(b, "dep-1", "u1", 25_000), events.ActorMerchant)
+	r, err := l.Execute(ctx, siteID, testkit.Deposit(b, "dep-1", "u1", 25_000), events.ActorMerchant)
 	require.NoError(t, err)
 	require.Len(t, r.Events, 1)
 	assert.Equal(t, events.DepositRequestedName, r.Events[0].Name)
@@ -51,7 +51,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 
 	// A repeat with the same parameters answers the stored transaction
 	// and appends nothing.
-	rep, err := l.Execute(ctx, siteID, deposit(b, "dep-1", "u1", 25_000), events.ActorMerchant)
+	rep, err := l.Execute(ctx, siteID, testkit.Deposit(b, "dep-1", "u1", 25_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, rep.Decision.Repeat)
 	assert.Zero(t, rep.Seq)
@@ -63,7 +63,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.Equal(t, last, afterRepeat, "a repeat appends nothing")
 	// The same end user asking again under another processId is answered
 	// with the deposit already pending.
-	dup, err := l.Execute(ctx, siteID, deposit(b, "dep-1b", "u1", 30_000), events.ActorMerchant)
+	dup, err := l.Execute(ctx, siteID, testkit.Deposit(b, "dep-1b", "u1", 30_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, dup.Decision.AlreadyPending)
 	assert.Equal(t, int32(0), dup.Decision.Tx)
@@ -72,7 +72,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.Equal(t, events.DepositAliasAddedName, dup.Events[0].Name)
 	last = dup.Seq
 	// The same processId with another amount is a conflict.
-	_, err = l.Execute(ctx, siteID, deposit(b, "dep-1", "u1", 26_000), events.ActorMerchant)
+	_, err = l.Execute(ctx, siteID, testkit.Deposit(b, "dep-1", "u1", 26_000), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrProcessIDConflict)
 	now, err := st.LastSeq(ctx)
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.ErrorIs(t, err, aggregates.ErrInvalidTransition, "a deposit is credited once")
 
 	// A rejected deposit keeps its reason and moves no money.
-	r2, err := l.Execute(ctx, siteID, deposit(b, "dep-2", "u2", 5_000), events.ActorMerchant)
+	r2, err := l.Execute(ctx, siteID, testkit.Deposit(b, "dep-2", "u2", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	rj, err := l.Execute(ctx, siteID, aggregates.RejectDeposit{TxID: txID(r2.Decision.Tx), Reason: "no transfer"}, "op-1")
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.Equal(t, "no transfer", rj.Reason)
 
 	// A pending deposit past its expiry can be expired, then approved late.
-	r3, err := l.Execute(ctx, siteID, deposit(b, "dep-3", "u3", 7_000), events.ActorMerchant)
+	r3, err := l.Execute(ctx, siteID, testkit.Deposit(b, "dep-3", "u3", 7_000), events.ActorMerchant)
 	require.NoError(t, err)
 	clk.Add(time.Hour)
 	ex, err := l.Execute(ctx, siteID, aggregates.ExpireDeposit{TxID: txID(r3.Decision.Tx)}, events.ActorSystem)
@@ -113,7 +113,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.Equal(t, int64(131_000), view(t, l, siteID).Balance)
 
 	// A withdrawal reserves its amount until paid.
-	w, err := l.Execute(ctx, siteID, withdrawal(b, "wd-1", "u4", 40_000), events.ActorMerchant)
+	w, err := l.Execute(ctx, siteID, testkit.Withdrawal(b, "wd-1", "u4", 40_000, payee), events.ActorMerchant)
 	require.NoError(t, err)
 	require.Len(t, w.Events, 1)
 	assert.Equal(t, events.WithdrawalRequestedName, w.Events[0].Name)
@@ -134,7 +134,7 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 	assert.Zero(t, v.Pending, "and releases the reservation")
 
 	// A rejected withdrawal releases its reservation without a debit.
-	w2, err := l.Execute(ctx, siteID, withdrawal(b, "wd-2", "u4", 10_000), events.ActorMerchant)
+	w2, err := l.Execute(ctx, siteID, testkit.Withdrawal(b, "wd-2", "u4", 10_000, payee), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.Equal(t, int64(10_000), view(t, l, siteID).Pending)
 	_, err = l.Execute(ctx, siteID, aggregates.RejectWithdrawal{TxID: txID(w2.Decision.Tx), Reason: "wrong number"}, "op-1")
@@ -145,9 +145,9 @@ func ledgerExecuteLifecycle(t *testing.T, e *env) {
 
 	// The treasury rule: balance − pending − amount must stay above the
 	// negative limit; landing exactly on it is refused.
-	_, err = l.Execute(ctx, siteID, withdrawal(b, "wd-3", "u5", 141_000), events.ActorMerchant)
+	_, err = l.Execute(ctx, siteID, testkit.Withdrawal(b, "wd-3", "u5", 141_000, payee), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrInsufficientBalance)
-	_, err = l.Execute(ctx, siteID, withdrawal(b, "wd-3", "u5", 140_999), events.ActorMerchant)
+	_, err = l.Execute(ctx, siteID, testkit.Withdrawal(b, "wd-3", "u5", 140_999, payee), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), view(t, l, siteID).Available)
 
@@ -171,7 +171,7 @@ func ledgerExecuteUnknownSiteAndClosed(t *testing.T, e *env) {
 	setup(t, l, 0, 10_000)
 	b := bank(t, l)
 
-	_, err := l.Execute(ctx, "nope", deposit(b, "p", "u", 5_000), events.ActorMerchant)
+	_, err := l.Execute(ctx, "nope", testkit.Deposit(b, "p", "u", 5_000), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrSiteNotFound)
 	_, err = l.Execute(ctx, "nope", aggregates.AdjustTreasury{Amount: 1, Reason: "x"}, "admin")
 	assert.ErrorIs(t, err, aggregates.ErrSiteNotFound)
@@ -189,9 +189,9 @@ func ledgerExecuteUnknownSiteAndClosed(t *testing.T, e *env) {
 
 	require.NoError(t, l.Close(ctx))
 	require.NoError(t, l.Close(ctx), "closing twice is harmless")
-	_, err = l.Execute(ctx, siteID, deposit(b, "p2", "u2", 5_000), events.ActorMerchant)
+	_, err = l.Execute(ctx, siteID, testkit.Deposit(b, "p2", "u2", 5_000), events.ActorMerchant)
 	assert.ErrorIs(t, err, ledger.ErrClosed)
-	_, err = l.Execute(ctx, "nope", deposit(b, "p2", "u2", 5_000), events.ActorMerchant)
+	_, err = l.Execute(ctx, "nope", testkit.Deposit(b, "p2", "u2", 5_000), events.ActorMerchant)
 	assert.ErrorIs(t, err, ledger.ErrClosed)
 }
 
@@ -211,7 +211,7 @@ func ledgerExecuteCancelledBeforeDecision(t *testing.T, e *env) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := l.Execute(ctx, siteID, deposit(b, "gave-up", "u", 5_000), events.ActorMerchant)
+		_, err := l.Execute(ctx, siteID, testkit.Deposit(b, "gave-up", "u", 5_000), events.ActorMerchant)
 		errc <- err
 	}()
 	testkit.Eventually(t, testkit.WaitFor, func() bool {
@@ -284,7 +284,7 @@ func ledgerGroupCommitBatchesQueuedCommands(t *testing.T, e *env) {
 	}
 	first := make(chan outcome, 1)
 	go func() {
-		r, err := l.Execute(ctx, siteID, deposit(b, "first", "first", 1_000), events.ActorMerchant)
+		r, err := l.Execute(ctx, siteID, testkit.Deposit(b, "first", "first", 1_000), events.ActorMerchant)
 		first <- outcome{r, err}
 	}()
 	// The committer has taken the first command and waits for the site.
@@ -298,7 +298,7 @@ func ledgerGroupCommitBatchesQueuedCommands(t *testing.T, e *env) {
 	done := make(chan struct{})
 	go func() {
 		testkit.Together(n, func(i int) {
-			r, err := l.Execute(ctx, siteID, deposit(b, fmt.Sprintf("p-%03d", i), fmt.Sprintf("u-%03d", i), int64(1_000+i)), events.ActorMerchant)
+			r, err := l.Execute(ctx, siteID, testkit.Deposit(b, fmt.Sprintf("p-%03d", i), fmt.Sprintf("u-%03d", i), int64(1_000+i)), events.ActorMerchant)
 			results[i] = outcome{r, err}
 		})
 		close(done)
@@ -370,7 +370,7 @@ func ledgerGroupCommitConcurrentDeposits(t *testing.T, e *env) {
 	const n = 300
 	errs := make([]error, n)
 	testkit.Together(n, func(i int) {
-		_, errs[i] = l.Execute(ctx, siteID, deposit(b, fmt.Sprintf("p-%03d", i), fmt.Sprintf("u-%03d", i), 1_000), events.ActorMerchant)
+		_, errs[i] = l.Execute(ctx, siteID, testkit.Deposit(b, fmt.Sprintf("p-%03d", i), fmt.Sprintf("u-%03d", i), 1_000), events.ActorMerchant)
 	})
 	for i, err := range errs {
 		require.NoError(t, err, "command %d", i)
@@ -403,7 +403,7 @@ func TestLedger_Execute_reusesCommitters(t *testing.T) {
 	before := ledger.CommittersStarted(l)
 	for i := range 4 * sites {
 		id := ids.SiteID(fmt.Sprintf("many-%d", i%sites))
-		_, err := l.Execute(context.Background(), id, deposit(b, fmt.Sprintf("p-%d", i), fmt.Sprintf("u-%d", i), 5_000), events.ActorMerchant)
+		_, err := l.Execute(context.Background(), id, testkit.Deposit(b, fmt.Sprintf("p-%d", i), fmt.Sprintf("u-%d", i), 5_000), events.ActorMerchant)
 		require.NoError(t, err)
 	}
 	// A committer that has just answered may not be back at its select

@@ -112,7 +112,7 @@ func ledgerMetricsBatches(t *testing.T, e *env) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = l.Execute(ctx, siteID, deposit(b, fmt.Sprint("p", i), fmt.Sprint("u", i), 5_000), events.ActorMerchant)
+			_, errs[i] = l.Execute(ctx, siteID, testkit.Deposit(b, fmt.Sprint("p", i), fmt.Sprint("u", i), 5_000), events.ActorMerchant)
 		}()
 	}
 	start(0)
@@ -127,7 +127,7 @@ func ledgerMetricsBatches(t *testing.T, e *env) {
 		require.NoError(t, err)
 	}
 	// A repeat in a batch of its own: decided, nothing stored.
-	_, err := l.Execute(ctx, siteID, deposit(b, "p0", "u0", 6_000), events.ActorMerchant)
+	_, err := l.Execute(ctx, siteID, testkit.Deposit(b, "p0", "u0", 6_000), events.ActorMerchant)
 	require.ErrorIs(t, err, aggregates.ErrProcessIDConflict)
 
 	got := rec.snapshot()
@@ -175,7 +175,7 @@ func ledgerMetricsSweeps(t *testing.T, e *env) {
 	setup(t, l, 0, 0)
 	b := bank(t, l)
 	for _, pid := range []string{"d0", "d1"} {
-		_, err := l.Execute(ctx, siteID, deposit(b, pid, "user-"+pid, 5_000), events.ActorMerchant)
+		_, err := l.Execute(ctx, siteID, testkit.Deposit(b, pid, "user-"+pid, 5_000), events.ActorMerchant)
 		require.NoError(t, err)
 	}
 	clk.Add(aggregates.DefaultDepositTTLSeconds * time.Second)

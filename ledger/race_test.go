@@ -85,7 +85,7 @@ func ledgerTwoLedgersWithdrawalsNeverOverdraw(t *testing.T, e *env) {
 		if i%2 == 1 {
 			b = bb
 		}
-		r, err := p.ledger(i).Execute(ctx, siteID, withdrawal(b, fmt.Sprintf("wd-%03d", i), fmt.Sprintf("u-%03d", i), amount), events.ActorMerchant)
+		r, err := p.ledger(i).Execute(ctx, siteID, testkit.Withdrawal(b, fmt.Sprintf("wd-%03d", i), fmt.Sprintf("u-%03d", i), amount, payee), events.ActorMerchant)
 		switch {
 		case err == nil:
 			if assert.Len(t, r.Events, 1) && assert.Equal(t, aggregates.StatusPending, r.Tx.Status) {
@@ -121,9 +121,9 @@ func ledgerTwoLedgersWithdrawalsNeverOverdraw(t *testing.T, e *env) {
 	}
 
 	// Neither ledger will reserve more now.
-	_, err := p.a.Execute(ctx, siteID, withdrawal(ba, "late-a", "late", amount), events.ActorMerchant)
+	_, err := p.a.Execute(ctx, siteID, testkit.Withdrawal(ba, "late-a", "late", amount, payee), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrInsufficientBalance)
-	_, err = p.b.Execute(ctx, siteID, withdrawal(bb, "late-b", "late", amount), events.ActorMerchant)
+	_, err = p.b.Execute(ctx, siteID, testkit.Withdrawal(bb, "late-b", "late", amount, payee), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrInsufficientBalance)
 }
 
@@ -146,7 +146,7 @@ func ledgerTwoLedgersSameProcessIDCreatesOneTransaction(t *testing.T, e *env) {
 		if i%2 == 1 {
 			b = bb
 		}
-		results[i], errs[i] = p.ledger(i).Execute(ctx, siteID, deposit(b, "same-pid", "user-1", 25_000), events.ActorMerchant)
+		results[i], errs[i] = p.ledger(i).Execute(ctx, siteID, testkit.Deposit(b, "same-pid", "user-1", 25_000), events.ActorMerchant)
 	})
 	created, repeats := 0, 0
 	for i, r := range results {
@@ -189,7 +189,7 @@ func ledgerTwoLedgersProcessIDConflict(t *testing.T, e *env) {
 		if i%2 == 1 {
 			b = bb
 		}
-		results[i], errs[i] = p.ledger(i).Execute(ctx, siteID, deposit(b, "contested", "user-1", int64(10_000+i*10)), events.ActorMerchant)
+		results[i], errs[i] = p.ledger(i).Execute(ctx, siteID, testkit.Deposit(b, "contested", "user-1", int64(10_000+i*10)), events.ActorMerchant)
 	})
 	winner := -1
 	for i, err := range errs {
@@ -225,7 +225,7 @@ func ledgerTwoLedgersConflictingTransitions(t *testing.T, e *env) {
 	newDeposits := func(prefix string) []ids.TxID {
 		txs := make([]ids.TxID, pairs)
 		for i := range txs {
-			r, err := p.a.Execute(ctx, siteID, deposit(ba, fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s-u%d", prefix, i), 10_000), events.ActorMerchant)
+			r, err := p.a.Execute(ctx, siteID, testkit.Deposit(ba, fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s-u%d", prefix, i), 10_000), events.ActorMerchant)
 			require.NoError(t, err)
 			txs[i] = txID(r.Decision.Tx)
 		}
@@ -319,7 +319,7 @@ func ledgerTwoLedgersConflictingTransitions(t *testing.T, e *env) {
 	t.Run("pay vs reject withdrawal", func(t *testing.T) {
 		txs := make([]ids.TxID, pairs)
 		for i := range txs {
-			r, err := p.a.Execute(ctx, siteID, withdrawal(ba, fmt.Sprintf("w-%d", i), fmt.Sprintf("wu-%d", i), 5_000), events.ActorMerchant)
+			r, err := p.a.Execute(ctx, siteID, testkit.Withdrawal(ba, fmt.Sprintf("w-%d", i), fmt.Sprintf("wu-%d", i), 5_000, payee), events.ActorMerchant)
 			require.NoError(t, err)
 			txs[i] = txID(r.Decision.Tx)
 			_, err = p.a.Execute(ctx, siteID, aggregates.ProcessWithdrawal{TxID: txs[i]}, "op-a")
@@ -370,7 +370,7 @@ func ledgerTwoLedgersReadYourWrites(t *testing.T, e *env) {
 	for i := 0; i < 20; i++ {
 		id := ids.SiteID(fmt.Sprintf("site-%d", i))
 		createSite(t, a, id, 0, 0)
-		r, err := a.Execute(ctx, id, deposit(ba, "p", "u", 5_000), events.ActorMerchant)
+		r, err := a.Execute(ctx, id, testkit.Deposit(ba, "p", "u", 5_000), events.ActorMerchant)
 		require.NoError(t, err)
 		require.NoError(t, b.Read(ctx, id, ledger.Fresh, nil))
 		require.NoError(t, b.Read(context.Background(), id, ledger.Local, func(s *aggregates.Site) error {
@@ -380,7 +380,7 @@ func ledgerTwoLedgersReadYourWrites(t *testing.T, e *env) {
 			return nil
 		}))
 		// A command through the other ledger sees the same state.
-		rep, err := b.Execute(ctx, id, deposit(ba, "p", "u", 5_000), events.ActorMerchant)
+		rep, err := b.Execute(ctx, id, testkit.Deposit(ba, "p", "u", 5_000), events.ActorMerchant)
 		require.NoError(t, err)
 		assert.True(t, rep.Decision.Repeat)
 	}
@@ -418,25 +418,25 @@ func ledgerTwoLedgersLaggingFollowerDecidesOnFreshState(t *testing.T, e *env) {
 	sb.pause()
 
 	// Written through a while b's follower stalls.
-	r, err := a.Execute(ctx, siteID, deposit(bk, "dep", "u1", 5_000), events.ActorMerchant)
+	r, err := a.Execute(ctx, siteID, testkit.Deposit(bk, "dep", "u1", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	_, err = a.Execute(ctx, siteID, aggregates.AdjustTreasury{Amount: 90_000, Reason: "top up"}, "admin")
 	require.NoError(t, err)
-	w, err := a.Execute(ctx, siteID, withdrawal(bk, "wd", "u2", 2_000), events.ActorMerchant)
+	w, err := a.Execute(ctx, siteID, testkit.Withdrawal(bk, "wd", "u2", 2_000, payee), events.ActorMerchant)
 	require.NoError(t, err)
 	_, err = a.Execute(ctx, siteID, aggregates.RejectWithdrawal{TxID: txID(w.Decision.Tx), Reason: "closed"}, "op")
 	require.NoError(t, err)
 
 	// b's stale state knows none of it; its answers must still be right.
-	rep, err := b.Execute(ctx, siteID, deposit(bk, "dep", "u1", 5_000), events.ActorMerchant)
+	rep, err := b.Execute(ctx, siteID, testkit.Deposit(bk, "dep", "u1", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, rep.Decision.Repeat, "a repeat, not a second transaction")
 	assert.Equal(t, r.Decision.Tx, rep.Decision.Tx)
-	_, err = b.Execute(ctx, siteID, deposit(bk, "dep", "u1", 6_000), events.ActorMerchant)
+	_, err = b.Execute(ctx, siteID, testkit.Deposit(bk, "dep", "u1", 6_000), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrProcessIDConflict)
 	_, err = b.Execute(ctx, siteID, aggregates.PayWithdrawal{TxID: txID(w.Decision.Tx)}, "op")
 	assert.ErrorIs(t, err, aggregates.ErrInvalidTransition, "the withdrawal is rejected, not unknown")
-	_, err = b.Execute(ctx, siteID, withdrawal(bk, "big", "u3", 50_000), events.ActorMerchant)
+	_, err = b.Execute(ctx, siteID, testkit.Withdrawal(bk, "big", "u3", 50_000, payee), events.ActorMerchant)
 	require.NoError(t, err, "the top-up covers it")
 	_, err = b.Execute(ctx, siteID, aggregates.ApproveDeposit{TxID: txID(r.Decision.Tx)}, "op")
 	require.NoError(t, err, "the deposit exists")
@@ -512,19 +512,19 @@ func TestCatchUp_boundedWhileAnotherWrites(t *testing.T) {
 	sa.hold.Lock()
 	release := sync.OnceFunc(sa.hold.Unlock)
 	t.Cleanup(release) // a test that fails before the end lets the follower go
-	_, err := b.Execute(ctx, siteID, deposit(bk, "b-0", "ub-0", 5000), "merchant")
+	_, err := b.Execute(ctx, siteID, testkit.Deposit(bk, "b-0", "ub-0", 5000), "merchant")
 	require.NoError(t, err)
 	var others atomic.Int64
 	more := func() {
 		n := others.Add(1)
-		_, err := b.Execute(ctx, siteID, deposit(bk, fmt.Sprintf("b-%d", n), fmt.Sprintf("ub-%d", n), 5000), "merchant")
+		_, err := b.Execute(ctx, siteID, testkit.Deposit(bk, fmt.Sprintf("b-%d", n), fmt.Sprintf("ub-%d", n), 5000), "merchant")
 		assert.NoError(t, err)
 	}
 	sa.onNext.Store(&more)
 
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	res, err := a.Execute(wctx, siteID, deposit(bk, "a-1", "ua-1", 7000), "merchant")
+	res, err := a.Execute(wctx, siteID, testkit.Deposit(bk, "a-1", "ua-1", 7000), "merchant")
 	require.NoError(t, err, "after %d messages of the other process", others.Load())
 	assert.False(t, res.Decision.Repeat)
 	sa.onNext.Store(nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/iqdgateway/gateway/aggregates"
 	"github.com/iqdgateway/gateway/events"
+	"github.com/iqdgateway/gateway/internal/testkit"
 	"github.com/iqdgateway/gateway/ledger"
 )
 
@@ -23,7 +24,7 @@ func TestLedger_Read_freshSeesAnotherProcessesWrites(t *testing.T) {
 	setup(t, a, 0, 10_000)
 	ba := bank(t, a)
 	for i, pid := range []string{"p1", "p2", "p3"} {
-		r, err := a.Execute(ctx, siteID, deposit(ba, pid, "user-"+pid, 5_000), events.ActorMerchant)
+		r, err := a.Execute(ctx, siteID, testkit.Deposit(ba, pid, "user-"+pid, 5_000), events.ActorMerchant)
 		require.NoError(t, err)
 		var got int32
 		var ok bool

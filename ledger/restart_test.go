@@ -37,7 +37,7 @@ func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
 	pid := func(s string, i int) string { return fmt.Sprintf("%s-%s-%d", tag, s, i) }
 	var deps []ids.TxID
 	for i := 0; i < 12; i++ {
-		r := exec(deposit(b, pid("d", i), pid("du", i), int64(1_000*(i+1))), events.ActorMerchant)
+		r := exec(testkit.Deposit(b, pid("d", i), pid("du", i), int64(1_000*(i+1))), events.ActorMerchant)
 		deps = append(deps, txID(r.Decision.Tx))
 	}
 	for i, id := range deps {
@@ -52,7 +52,7 @@ func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
 	}
 	var wds []ids.TxID
 	for i := 0; i < 8; i++ {
-		r := exec(withdrawal(b, pid("w", i), pid("wu", i), int64(1_500*(i+1))), events.ActorMerchant)
+		r := exec(testkit.Withdrawal(b, pid("w", i), pid("wu", i), int64(1_500*(i+1)), payee), events.ActorMerchant)
 		wds = append(wds, txID(r.Decision.Tx))
 	}
 	for i, id := range wds {
@@ -83,7 +83,7 @@ func workload(t *testing.T, l *ledger.Ledger, clk *clock, tag string) {
 	}
 	// And a few fresh pending ones.
 	for i := 100; i < 103; i++ {
-		exec(deposit(b, pid("d", i), pid("du", i), 2_000), events.ActorMerchant)
+		exec(testkit.Deposit(b, pid("d", i), pid("du", i), 2_000), events.ActorMerchant)
 	}
 }
 
@@ -140,7 +140,7 @@ func ledgerRestartAfterClose(t *testing.T, e *env) {
 	// A repeat is answered from the restored state with the same
 	// transaction and no new message.
 	b := bank(t, l2)
-	r, err := l2.Execute(ctx, siteID, deposit(b, "r1-d-5", "r1-du-5", 6_000), events.ActorMerchant)
+	r, err := l2.Execute(ctx, siteID, testkit.Deposit(b, "r1-d-5", "r1-du-5", 6_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, r.Decision.Repeat)
 	assert.Equal(t, txID(5), txID(r.Decision.Tx))
@@ -173,10 +173,10 @@ func ledgerRestartAfterClose(t *testing.T, e *env) {
 	st2 := e.store("after-restart")
 	l3 := e.ledger(st2, ledger.Config{Now: clk.Now})
 	assert.Equal(t, want2, view(t, l3, siteID))
-	r, err = l3.Execute(ctx, siteID, withdrawal(bank(t, l3), "r2-w-3", "r2-wu-3", 6_000), events.ActorMerchant)
+	r, err = l3.Execute(ctx, siteID, testkit.Withdrawal(bank(t, l3), "r2-w-3", "r2-wu-3", 6_000, payee), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, r.Decision.Repeat)
-	_, err = l3.Execute(ctx, siteID, withdrawal(bank(t, l3), "after", "someone", 1_000), events.ActorMerchant)
+	_, err = l3.Execute(ctx, siteID, testkit.Withdrawal(bank(t, l3), "after", "someone", 1_000, payee), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.Equal(t, verifyChain(t, st2, siteID), view(t, l3, siteID).Hash)
 }
@@ -219,11 +219,11 @@ func ledgerRestartOldSnapshotFormat(t *testing.T, e *env) {
 	assert.Equal(t, want, view(t, l2, siteID))
 	assert.Contains(t, e.log.String(), "ignoring unreadable snapshot")
 	b := bank(t, l2)
-	r, err := l2.Execute(ctx, siteID, deposit(b, "again", "r1-du-101", 5_000), events.ActorMerchant)
+	r, err := l2.Execute(ctx, siteID, testkit.Deposit(b, "again", "r1-du-101", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, r.Decision.AlreadyPending, "the replayed state knows the user's pending deposit")
 	assert.Equal(t, want.Pids[r.Decision.Tx], "r1-d-101")
-	r, err = l2.Execute(ctx, siteID, deposit(b, "new", "someone-new", 5_000), events.ActorMerchant)
+	r, err = l2.Execute(ctx, siteID, testkit.Deposit(b, "new", "someone-new", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.False(t, r.Decision.AlreadyPending)
 	assert.Equal(t, verifyChain(t, st, siteID), view(t, l2, siteID).Hash)
@@ -262,7 +262,7 @@ func ledgerRestartWithoutClose(t *testing.T, e *env) {
 	l2 := e.ledger(e.store("second"), ledger.Config{Now: clk.Now})
 	assert.Equal(t, want, view(t, l2, siteID))
 	// The replayed processIds are known: a repeat is not a new transaction.
-	r, err := l2.Execute(ctx, siteID, deposit(bank(t, l2), "r2-d-0", "r2-du-0", 1_000), events.ActorMerchant)
+	r, err := l2.Execute(ctx, siteID, testkit.Deposit(bank(t, l2), "r2-d-0", "r2-du-0", 1_000), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, r.Decision.Repeat)
 
@@ -327,7 +327,7 @@ func ledgerRestartSnapshotFromLaggingProcess(t *testing.T, e *env) {
 	// y's follower stalls; x keeps writing and snapshots.
 	sy.pause()
 	for i := 0; i < 5; i++ {
-		_, err := x.Execute(ctx, siteID, withdrawal(b, fmt.Sprintf("w-%d", i), "u", 10_000), events.ActorMerchant)
+		_, err := x.Execute(ctx, siteID, testkit.Withdrawal(b, fmt.Sprintf("w-%d", i), "u", 10_000, payee), events.ActorMerchant)
 		require.NoError(t, err)
 	}
 	caughtUp(t, x, sx)
@@ -347,10 +347,10 @@ func ledgerRestartSnapshotFromLaggingProcess(t *testing.T, e *env) {
 	_, err := x.Execute(ctx, siteID, aggregates.AdjustTreasury{Amount: 1, Reason: "tick"}, "admin")
 	require.NoError(t, err)
 	caughtUp(t, z, sx)
-	r, err := z.Execute(ctx, siteID, withdrawal(bank(t, z), "w-0", "u", 10_000), events.ActorMerchant)
+	r, err := z.Execute(ctx, siteID, testkit.Withdrawal(bank(t, z), "w-0", "u", 10_000, payee), events.ActorMerchant)
 	require.NoError(t, err)
 	assert.True(t, r.Decision.Repeat, "processId w-0 must not create a second transaction")
-	_, err = z.Execute(ctx, siteID, withdrawal(bank(t, z), "too-much", "u", 60_000), events.ActorMerchant)
+	_, err = z.Execute(ctx, siteID, testkit.Withdrawal(bank(t, z), "too-much", "u", 60_000, payee), events.ActorMerchant)
 	assert.ErrorIs(t, err, aggregates.ErrInsufficientBalance, "50,000 of 100,001 is reserved already")
 	caughtUp(t, x, sx)
 	assert.Equal(t, view(t, x, siteID), view(t, z, siteID))

@@ -33,7 +33,7 @@ func ledgerPanicInDecideRebuildsTheSite(t *testing.T, e *env) {
 	setup(t, l, 0, 10_000)
 	createSite(t, l, "s2", 0, 0)
 	b := bank(t, l)
-	_, err := l.Execute(ctx, siteID, deposit(b, "before", "u0", 5_000), events.ActorMerchant)
+	_, err := l.Execute(ctx, siteID, testkit.Deposit(b, "before", "u0", 5_000), events.ActorMerchant)
 	require.NoError(t, err)
 	before := view(t, l, siteID)
 
@@ -47,11 +47,11 @@ func ledgerPanicInDecideRebuildsTheSite(t *testing.T, e *env) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, panicErr = l.Execute(ctx, siteID, deposit(&broken, "boom", "u1", 5_000), events.ActorMerchant)
+		_, panicErr = l.Execute(ctx, siteID, testkit.Deposit(&broken, "boom", "u1", 5_000), events.ActorMerchant)
 	}()
 	go func() {
 		defer wg.Done()
-		_, otherErr = l.Execute(ctx, "s2", deposit(b, "other", "u2", 5_000), events.ActorMerchant)
+		_, otherErr = l.Execute(ctx, "s2", testkit.Deposit(b, "other", "u2", 5_000), events.ActorMerchant)
 	}()
 	wg.Wait()
 	require.ErrorIs(t, panicErr, ledger.ErrInternal)
@@ -61,7 +61,7 @@ func ledgerPanicInDecideRebuildsTheSite(t *testing.T, e *env) {
 
 	after := view(t, l, siteID)
 	assert.Equal(t, before, after, "the site holds what is stored, nothing of the failed batch")
-	r, err := l.Execute(ctx, siteID, deposit(b, "after", "u3", 5_000), events.ActorMerchant)
+	r, err := l.Execute(ctx, siteID, testkit.Deposit(b, "after", "u3", 5_000), events.ActorMerchant)
 	require.NoError(t, err, "the site is served again")
 	assert.Equal(t, int32(1), r.Decision.Tx)
 	assert.Equal(t, verifyChain(t, st, siteID), view(t, l, siteID).Hash)
@@ -120,7 +120,7 @@ func TestLedger_unappliableMessage_stopsServingTheSite(t *testing.T) {
 				seq := appendRaw(t, st, siteID, prev, tc.ev)
 
 				testkit.Eventually(t, testkit.WaitFor, func() bool {
-					_, err := l.Execute(ctx, siteID, deposit(b, "p", "u", 5_000), events.ActorMerchant)
+					_, err := l.Execute(ctx, siteID, testkit.Deposit(b, "p", "u", 5_000), events.ActorMerchant)
 					return errors.Is(err, events.ErrUnavailable)
 				}, "the site is out of service")
 				err := l.Read(ctx, siteID, ledger.Local, func(*aggregates.Site) error { return nil })
@@ -135,7 +135,7 @@ func TestLedger_unappliableMessage_stopsServingTheSite(t *testing.T) {
 				require.True(t, ok, "the other site keeps its appKey")
 				assert.Equal(t, ids.SiteID("s2"), s2)
 				assert.Equal(t, "secret-s2", cfg.Secret)
-				_, err = l.Execute(ctx, "s2", deposit(b, "p", "u", 5_000), events.ActorMerchant)
+				_, err = l.Execute(ctx, "s2", testkit.Deposit(b, "p", "u", 5_000), events.ActorMerchant)
 				assert.NoError(t, err, "other sites are served")
 				assert.Equal(t, int64(500), view(t, l, "s2").Balance)
 			})
@@ -208,7 +208,7 @@ func ledgerReadsDoNotWaitForAppends(t *testing.T, e *env) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Execute(ctx, siteID, withdrawal(b, "w1", "u1", 4_000), events.ActorMerchant)
+		_, err := l.Execute(ctx, siteID, testkit.Withdrawal(b, "w1", "u1", 4_000, payee), events.ActorMerchant)
 		done <- err
 	}()
 	<-gate.entered // the batch is in the store's hands
