@@ -13,6 +13,20 @@ import (
 	"github.com/iqdgateway/gateway/internal/testkit"
 )
 
+// limitedSite stores a site with a negative limit of −1000, a balance of
+// 5000 and a withdrawal of 2000 pending: 4000 available.
+func limitedSite(t *testing.T, e *env, now time.Time) *aggregates.Site {
+	t.Helper()
+	s := aggregates.NewSite("s-treasury")
+	name, limit := "shop", int64(-1000)
+	decideAppend(t, e, s, aggregates.CreateSite{AppKey: "k", Secret: "sec", WebhookSecret: "wh",
+		Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &limit}}, now, "admin")
+	decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 5000, Reason: "opening"}, now, "admin")
+	decideAppend(t, e, s, testkit.Withdrawal(testBank(), "w1", "u1", 2000, "07701234567"), now, events.ActorMerchant)
+	require.Equal(t, int64(4000), s.Available())
+	return s
+}
+
 // TestAudit_debitBelowLimit: a treasury.adjusted.v3 debit that takes the
 // treasury below its negative limit without allowBelowLimit, which the
 // aggregate refuses, fails the treasury-rule check; v1 and v2 debits were
@@ -39,13 +53,7 @@ func TestAudit_debitBelowLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			now := time.Now()
-			s := aggregates.NewSite("s-treasury")
-			name, limit := "shop", int64(-1000)
-			decideAppend(t, e, s, aggregates.CreateSite{AppKey: "k", Secret: "sec", WebhookSecret: "wh",
-				Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &limit}}, now, "admin")
-			decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 5000, Reason: "opening"}, now, "admin")
-			decideAppend(t, e, s, testkit.Withdrawal(testBank(), "w1", "u1", 2000, "07701234567"), now, events.ActorMerchant)
-			require.Equal(t, int64(4000), s.Available())
+			s := limitedSite(t, e, now)
 			if tc.event == events.TreasuryAdjustedName {
 				// The audit fails what the aggregate refuses.
 				_, err := s.Decide(aggregates.AdjustTreasury{Amount: tc.amount, Reason: "r", AllowBelowLimit: tc.allow}, now, "admin")
@@ -99,12 +107,7 @@ func TestAudit_limitLeft(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			now := time.Now()
-			s := aggregates.NewSite("s-limit")
-			name, lim := "shop", int64(-1000)
-			decideAppend(t, e, s, aggregates.CreateSite{AppKey: "k", Secret: "sec", WebhookSecret: "wh",
-				Settings: aggregates.SiteSettings{Name: &name, NegativeLimit: &lim}}, now, "admin")
-			decideAppend(t, e, s, aggregates.AdjustTreasury{Amount: 5000, Reason: "opening"}, now, "admin")
-			decideAppend(t, e, s, testkit.Withdrawal(testBank(), "w1", "u1", 2000, "07701234567"), now, events.ActorMerchant)
+			s := limitedSite(t, e, now)
 			if tc.fails == "" && tc.event == events.SiteUpdatedName {
 				// What passes is what the aggregate writes.
 				d, err := s.Decide(aggregates.UpdateSite{Settings: aggregates.SiteSettings{NegativeLimit: tc.p.NegativeLimit}}, now, "admin")
