@@ -334,8 +334,8 @@ func (d *Dispatcher) lead(ctx context.Context, l *lease, validUntil time.Time) e
 	actx, stopAttempts := context.WithCancel(context.WithoutCancel(tctx))
 	defer stopAttempts()
 	t := &term{d: d, ctx: tctx, cancel: cancel, attemptCtx: actx, stopAttempts: stopAttempts, lease: l, cons: cons, startDelivered: info.Delivered.Stream, maxSeq: info.Delivered.Stream,
-		track: newTracker(), held: map[uint64]*held{}, chains: map[ids.TxID]*chain{}, inflight: map[string]*job{},
-		sites: map[ids.SiteID]*siteState{}, logc: make(chan *job, maxBatch), logDrain: make(chan struct{}), logDone: make(chan struct{})}
+		track: newTracker(), order: newOrder(d.cfg.SiteBacklog), sems: map[ids.SiteID]chan struct{}{},
+		logc: make(chan *job, maxBatch), logDrain: make(chan struct{}), logDone: make(chan struct{})}
 	if info.NumAckPending > 0 {
 		// The previous term's unacknowledged messages come back within
 		// AckWait of its last InProgress, which was before it lost the

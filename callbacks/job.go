@@ -13,15 +13,6 @@ import (
 	"github.com/iqdgateway/gateway/records"
 )
 
-type jobState uint8
-
-const (
-	jobQueued  jobState = iota // behind an earlier callback of its transaction
-	jobRunning                 // its goroutine prepares, attempts or waits to retry
-	jobWaiting                 // head, waiting for an earlier callback that may still turn up
-	jobDone
-)
-
 // clockSkew is how far apart two gateway processes' clocks may be when one
 // decides an expiry and the other an approval.
 const clockSkew = 2 * time.Minute
@@ -47,7 +38,8 @@ type job struct {
 	backlog bool
 	kick    chan struct{}
 
-	// Guarded by term.mu.
+	// Guarded by term.mu, kept by term.order: where the job stands in its
+	// chain, and its run (a new one each time it is started).
 	state jobState
 	gen   int
 	// resends counts the operator resends asked for while the job was
@@ -69,12 +61,8 @@ type job struct {
 	at   int64
 }
 
-// run drives j from its start to settled, or until the term ends.
-func (t *term) run(j *job) {
-	t.mu.Lock()
-	j.gen++
-	gen := j.gen
-	t.mu.Unlock()
+// run drives j from its start (run gen) to settled, or until the term ends.
+func (t *term) run(j *job, gen int) {
 	ctx := t.ctx
 	if j.backlog {
 		t.park(ctx, j, fmt.Sprintf("not attempted: the site has %d callbacks awaiting delivery; resend once its endpoint has recovered",
@@ -222,12 +210,11 @@ func (t *term) unbuildable(ctx context.Context, j *job, err error) {
 // reports whether j is still the head to deliver afterwards.
 func (t *term) waitWindow(ctx context.Context, j *job, gen int) bool {
 	t.mu.Lock()
-	if j.gen != gen || j.state != jobRunning {
-		t.mu.Unlock()
+	waiting := t.order.yield(j, gen)
+	t.mu.Unlock()
+	if !waiting {
 		return false
 	}
-	j.state = jobWaiting
-	t.mu.Unlock()
 	timer := time.NewTimer(time.Until(t.windowEnd))
 	defer timer.Stop()
 	select {
@@ -237,13 +224,9 @@ func (t *term) waitWindow(ctx context.Context, j *job, gen int) bool {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if j.gen != gen || j.state != jobWaiting {
-		// Overtaken by the earlier callback: started again when it is
-		// settled.
-		return false
-	}
-	j.state = jobRunning
-	return true
+	// False when overtaken by the earlier callback: started again when it
+	// is settled.
+	return t.order.resume(j, gen)
 }
 
 // resolve finds j's previous status (and any earlier callback of its
@@ -430,7 +413,7 @@ func (t *term) takeResends(ctx context.Context, j *job) {
 // concurrency bounds. ok is false when the term ended first.
 func (t *term) attempt(ctx context.Context, j *job, cfg *aggregates.Config) (outcome, bool) {
 	t.mu.Lock()
-	sem := t.site(j.site).sem
+	sem := t.siteSem(j.site)
 	t.mu.Unlock()
 	select {
 	case sem <- struct{}{}:

@@ -51,12 +51,7 @@ func (d *Dispatcher) Backlog(ctx context.Context) Backlog {
 	}
 	b.Active = true
 	t.mu.Lock()
-	b.Queued = len(t.inflight)
-	for _, h := range t.held {
-		if b.Oldest.IsZero() || h.at.Before(b.Oldest) {
-			b.Oldest = h.at
-		}
-	}
+	b.Queued, b.Oldest = t.order.backlog()
 	t.mu.Unlock()
 	if info, err := t.cons.Info(ctx); err == nil {
 		b.StreamPending = int64(info.NumPending)

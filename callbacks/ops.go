@@ -256,7 +256,7 @@ func (t *term) resend(ctx context.Context, id, actor string) (Delivery, error) {
 		return Delivery{}, noURL()
 	}
 	t.mu.Lock()
-	if cur := t.inflight[id]; cur != nil {
+	if cur := t.order.inFlight(id); cur != nil {
 		// Being delivered: try it now rather than at its next retry,
 		// and count the resend there (its goroutine owns the record).
 		cur.resends++
@@ -300,8 +300,8 @@ func (t *term) restart(ctx context.Context, j *job, actor string, n int) (Delive
 		return Delivery{}, err
 	}
 	t.mu.Lock()
-	if t.inflight[j.id] == nil && t.ctx.Err() == nil {
-		t.enqueue(j)
+	if t.ctx.Err() == nil && t.order.add(j) {
+		t.start(j)
 	}
 	t.mu.Unlock()
 	return rec, nil
@@ -350,7 +350,7 @@ func (t *term) resumeOrphans() {
 	}
 	for _, rec := range t.d.ix.pending() {
 		t.mu.Lock()
-		busy := t.inflight[rec.EventID] != nil
+		busy := t.order.busy(rec.EventID)
 		t.mu.Unlock()
 		if busy {
 			continue
@@ -373,8 +373,8 @@ func (t *term) resumeOrphans() {
 		j.restore(cur)
 		j.fresh = true
 		t.mu.Lock()
-		if t.inflight[j.id] == nil {
-			t.enqueue(j)
+		if t.order.add(j) {
+			t.start(j)
 		}
 		t.mu.Unlock()
 	}

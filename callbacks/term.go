@@ -1,13 +1,14 @@
 package callbacks
 
 // A term of the active dispatcher: what it holds, how it consumes the
-// stream, dispatches each message into jobs and settles them.
+// stream, dispatches each message into jobs and settles them. Which job
+// starts when, and when a message is acknowledged, is decided by the
+// term's order (order.go); the term carries the decisions out.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -43,12 +44,13 @@ type term struct {
 	mu sync.Mutex
 	// maxSeq is the highest stream sequence dispatched; messages above it
 	// are seen for the first time, in order.
-	maxSeq   uint64
-	track    *tracker
-	held     map[uint64]*held
-	chains   map[ids.TxID]*chain
-	inflight map[string]*job
-	sites    map[ids.SiteID]*siteState
+	maxSeq uint64
+	track  *tracker
+	// order decides which callbacks start and which messages are
+	// acknowledged; the term carries its decisions out.
+	order *order
+	// sems bound each site's attempts in flight.
+	sems map[ids.SiteID]chan struct{}
 	// logc hands first-attempt deliveries to writeLog, which runs until
 	// stop closes logDrain and it has written what waits (logDone).
 	logc     chan *job
@@ -56,25 +58,6 @@ type term struct {
 	logDone  chan struct{}
 	// stopLog ends writeLog early when draining takes too long.
 	stopLog context.CancelFunc
-}
-
-// held is a message whose callbacks are not all settled yet.
-type held struct {
-	seq     uint64
-	reply   string
-	pending int
-	// at is when the message was stored.
-	at time.Time
-}
-
-// chain is one transaction's unsettled callbacks in stream order; only the
-// head is delivered, so a transaction's callbacks arrive in event order.
-type chain struct{ q []*job }
-
-// siteState bounds one site's attempts and backlog.
-type siteState struct {
-	sem       chan struct{}
-	unsettled int
 }
 
 func (t *term) goRun(fn func()) {
@@ -116,11 +99,7 @@ func (t *term) stop(graceful bool) {
 	}
 	t.stopLog()
 	t.mu.Lock()
-	replies := make([]string, 0, len(t.held))
-	for _, h := range t.held {
-		replies = append(replies, h.reply)
-	}
-	t.held = map[uint64]*held{}
+	replies := t.order.handBack()
 	t.mu.Unlock()
 	t.handBack(replies)
 }
@@ -228,9 +207,7 @@ func (t *term) progress() {
 		}
 		replies = replies[:0]
 		t.mu.Lock()
-		for _, h := range t.held {
-			replies = append(replies, h.reply)
-		}
+		replies = t.order.replies(replies)
 		t.mu.Unlock()
 		for _, r := range replies {
 			_ = t.d.cfg.Conn.Publish(r, []byte("+WPI"))
@@ -258,10 +235,7 @@ func (t *term) dispatch(m jetstream.Msg) {
 		return
 	}
 	t.mu.Lock()
-	if h := t.held[seq]; h != nil {
-		// A redelivery of a message still being worked on (an
-		// InProgress was late): acknowledge through the newest delivery.
-		h.reply = reply
+	if t.order.redelivered(seq, reply) {
 		t.mu.Unlock()
 		return
 	}
@@ -295,27 +269,19 @@ func (t *term) dispatch(m jetstream.Msg) {
 		if typ == "" {
 			continue
 		}
-		id := WebhookID(seq, i)
-		if t.inflight[id] != nil {
-			// A resend of it is already under way.
-			continue
-		}
-		jobs = append(jobs, &job{id: id, k: key{seq, i}, site: site, tx: txOf(e), typ: typ, ev: e, prev: prev,
+		jobs = append(jobs, &job{id: WebhookID(seq, i), k: key{seq, i}, site: site, tx: txOf(e), typ: typ, ev: e, prev: prev,
 			fresh: fresh, kick: make(chan struct{}, 1)})
 	}
 	if fresh {
 		t.maxSeq = seq
 	}
-	if len(jobs) == 0 || t.d.noCallbackURL(site, seq) {
-		t.ack(reply)
-		return
+	if len(jobs) > 0 && !t.d.noCallbackURL(site, seq) {
+		if start, ok := t.order.hold(seq, reply, md.Timestamp, jobs); ok {
+			t.start(start...)
+			return
+		}
 	}
-	h := &held{seq: seq, reply: reply, pending: len(jobs), at: md.Timestamp}
-	t.held[seq] = h
-	for _, j := range jobs {
-		j.msg = h
-		t.enqueue(j)
-	}
+	t.ack(reply)
 }
 
 // noCallbackURL reports whether the site certainly has no callbackUrl as
@@ -325,47 +291,24 @@ func (d *Dispatcher) noCallbackURL(site ids.SiteID, seq uint64) bool {
 	return ok && cfg.CallbackURL == "" && d.cfg.Ledger.Followed() >= seq
 }
 
-func (t *term) site(id ids.SiteID) *siteState {
-	s := t.sites[id]
-	if s == nil {
-		s = &siteState{sem: make(chan struct{}, t.d.cfg.SiteConcurrency)}
-		t.sites[id] = s
+// siteSem returns the semaphore bounding the site's attempts in flight
+// (t.mu held).
+func (t *term) siteSem(id ids.SiteID) chan struct{} {
+	sem := t.sems[id]
+	if sem == nil {
+		sem = make(chan struct{}, t.d.cfg.SiteConcurrency)
+		t.sems[id] = sem
 	}
-	return s
+	return sem
 }
 
-// enqueue adds j to its transaction's chain and starts it if it is the
-// head (t.mu held).
-func (t *term) enqueue(j *job) {
-	s := t.site(j.site)
-	s.unsettled++
-	t.inflight[j.id] = j
-	if s.unsettled > t.d.cfg.SiteBacklog && j.msg != nil {
-		j.backlog = true
-		j.state = jobRunning
-		t.goRun(func() { t.run(j) })
-		return
+// start runs each of jobs, as t.order decided, in a goroutine of the term
+// (t.mu held: the run's generation is read under it).
+func (t *term) start(jobs ...*job) {
+	for _, j := range jobs {
+		gen := j.gen
+		t.goRun(func() { t.run(j, gen) })
 	}
-	c := t.chains[j.tx]
-	if c == nil {
-		c = &chain{}
-		t.chains[j.tx] = c
-	}
-	pos, _ := slices.BinarySearchFunc(c.q, j.k, func(a *job, k key) int { return a.k.cmp(k) })
-	if pos == 0 && len(c.q) > 0 && c.q[0].state != jobWaiting {
-		// The head is being delivered and cannot be overtaken; only a
-		// head waiting for an earlier callback to turn up can.
-		pos = 1
-	}
-	c.q = slices.Insert(c.q, pos, j)
-	if pos != 0 {
-		return
-	}
-	if len(c.q) > 1 {
-		c.q[1].state = jobQueued
-	}
-	j.state = jobRunning
-	t.goRun(func() { t.run(j) })
 }
 
 // settle removes a finished job: the next callback of its transaction
@@ -398,8 +341,8 @@ func (t *term) settle(j *job) {
 	again.resends, again.resendBy = j.resends, j.resendBy
 	j.resends = 0
 	t.settleLocked(j)
-	if err == nil && t.inflight[again.id] == nil && t.ctx.Err() == nil {
-		t.enqueue(again)
+	if err == nil && t.ctx.Err() == nil && t.order.add(again) {
+		t.start(again)
 	}
 	t.mu.Unlock()
 	if err != nil {
@@ -409,28 +352,16 @@ func (t *term) settle(j *job) {
 	t.d.log.Info("callback resent during an attempt started again", "eventId", j.id, "resends", n)
 }
 
+// settleLocked settles j in t.order and carries out its decisions: the
+// next callback of j's transaction starts unless the term is ending, and
+// j's message is acknowledged once all its callbacks are settled (t.mu
+// held).
 func (t *term) settleLocked(j *job) {
-	j.state = jobDone
-	if t.inflight[j.id] == j {
-		delete(t.inflight, j.id)
+	next, reply, ack := t.order.settle(j, t.ctx.Err() == nil)
+	if next != nil {
+		t.start(next)
 	}
-	t.site(j.site).unsettled--
-	if c := t.chains[j.tx]; c != nil {
-		if i := slices.Index(c.q, j); i >= 0 {
-			c.q = slices.Delete(c.q, i, i+1)
-		}
-		if len(c.q) == 0 {
-			delete(t.chains, j.tx)
-		} else if next := c.q[0]; next.state == jobQueued && t.ctx.Err() == nil {
-			next.state = jobRunning
-			t.goRun(func() { t.run(next) })
-		}
-	}
-	if h := j.msg; h != nil {
-		h.pending--
-		if h.pending == 0 {
-			delete(t.held, h.seq)
-			t.ack(h.reply)
-		}
+	if ack {
+		t.ack(reply)
 	}
 }
