@@ -28,7 +28,8 @@ var update = flag.Bool("update", false, "rewrite the hosted page's golden files 
 // the expiry, the requestId) is replaced by a placeholder, after checking
 // that it is where it belongs. `go test ./httpapi/ -run TestHostedPage_golden
 // -update` writes the files again; a change of the page then shows in
-// their diff.
+// their diff. The page's rendering itself (its wording, escaping, numbers,
+// states) is tested in hostedpage.
 func TestHostedPage_golden(t *testing.T) {
 	var c clock
 	e := newEnv(t)
