@@ -18,6 +18,7 @@ import (
 
 	"github.com/iqdgateway/gateway/callbacks"
 	"github.com/iqdgateway/gateway/docs"
+	"github.com/iqdgateway/gateway/hostedpage"
 	"github.com/iqdgateway/gateway/ids"
 	"github.com/iqdgateway/gateway/ledger"
 	"github.com/iqdgateway/gateway/records"
@@ -79,6 +80,8 @@ type Server struct {
 	streams streamSlots
 	router  chi.Router
 	docs    docs.Pages
+	// payPage renders the hosted payment page and its error pages.
+	payPage *hostedpage.Page
 	// adminHash is the SHA-256 of the bootstrap admin token.
 	adminHash [32]byte
 	// merchantPaths has the merchant endpoints, to tell an unknown path
@@ -138,7 +141,13 @@ func New(cfg Config) *Server {
 		cfg.DocsURL = cfg.Reader.PublicURL() + "/docs"
 	}
 	cfg.DocsURL = strings.TrimRight(cfg.DocsURL, "/")
-	s := &Server{cfg: cfg, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now),
+	page, err := hostedpage.New()
+	if err != nil {
+		// Its files are embedded: only a broken build gets here, and
+		// hostedpage's tests would have failed on it.
+		panic(err)
+	}
+	s := &Server{cfg: cfg, payPage: page, log: slog.New(requestLog{cfg.Logger.Handler()}), limiter: newLimiter(cfg.Now),
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), streams: streamSlots{bySite: map[ids.SiteID]int{}},
 		stopping: make(chan struct{})}
 	s.merchantPaths = chi.NewRouter()
