@@ -1,0 +1,186 @@
+package projections
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/iqdgateway/gateway/events"
+)
+
+// DB is the read models of one gateway process, in one Pebble store.
+type DB struct {
+	pdb    *pebble.DB
+	log    *slog.Logger
+	models []Model
+
+	mu sync.Mutex
+	// applied is each model's checkpoint, as committed.
+	applied map[string]uint64
+}
+
+var modelName = regexp.MustCompile(`^[a-z]+$`)
+
+// Meta keys.
+var metaPrefix = []byte("\x00meta\x00")
+
+func versionKey(name string) []byte    { return append(append([]byte(nil), metaPrefix...), "version\x00"+name...) }
+func checkpointKey(name string) []byte { return append(append([]byte(nil), metaPrefix...), "checkpoint\x00"+name...) }
+
+// Open opens (creating it when absent) the store in dir with models. A
+// model whose stored format version is not its Version is dropped, its
+// checkpoint with it: it is rebuilt from the stream's start.
+func Open(dir string, log *slog.Logger, models ...Model) (*DB, error) {
+	seen := map[string]bool{}
+	for _, m := range models {
+		if !modelName.MatchString(m.Name()) || seen[m.Name()] {
+			return nil, fmt.Errorf("projections: model name %q is not lower-case letters, or given twice", m.Name())
+		}
+		seen[m.Name()] = true
+	}
+	pdb, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
+	}
+	d := &DB{pdb: pdb, log: log, models: models, applied: map[string]uint64{}}
+	for _, m := range models {
+		if err := d.openModel(m); err != nil {
+			_ = pdb.Close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// openModel reads a model's version and checkpoint, dropping the model
+// when its version changed.
+func (d *DB) openModel(m Model) error {
+	name := m.Name()
+	v, ok, err := get(d.pdb, versionKey(name))
+	if err != nil {
+		return fmt.Errorf("projections: %s: %w", name, err)
+	}
+	if ok && len(v) == 4 && binary.BigEndian.Uint32(v) == m.Version() {
+		cp, ok, err := get(d.pdb, checkpointKey(name))
+		if err != nil {
+			return fmt.Errorf("projections: %s: %w", name, err)
+		}
+		if ok && len(cp) == 8 {
+			d.applied[name] = binary.BigEndian.Uint64(cp)
+		}
+		return nil
+	}
+	if ok {
+		d.log.Info("read model format changed: rebuilding it from the stream", "model", name, "version", m.Version())
+	}
+	return d.drop(m)
+}
+
+// drop removes a model's keys and checkpoint, and records its version, in
+// one batch.
+func (d *DB) drop(m Model) error {
+	name := m.Name()
+	b := d.pdb.NewBatch()
+	defer b.Close()
+	p := modelPrefix(name)
+	if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+		return fmt.Errorf("projections: drop %s: %w", name, err)
+	}
+	if err := b.Delete(checkpointKey(name), nil); err != nil {
+		return fmt.Errorf("projections: drop %s: %w", name, err)
+	}
+	if err := b.Set(versionKey(name), binary.BigEndian.AppendUint32(nil, m.Version()), nil); err != nil {
+		return fmt.Errorf("projections: drop %s: %w", name, err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("projections: drop %s: %w", name, err)
+	}
+	d.mu.Lock()
+	d.applied[name] = 0
+	d.mu.Unlock()
+	return nil
+}
+
+// Close closes the store.
+func (d *DB) Close() error { return d.pdb.Close() }
+
+// Checkpoint returns the stream sequence model name has applied.
+func (d *DB) Checkpoint(name string) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.applied[name]
+}
+
+// Applied returns the stream sequence every model has applied: the
+// smallest checkpoint.
+func (d *DB) Applied() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	first := true
+	var low uint64
+	for _, m := range d.models {
+		if a := d.applied[m.Name()]; first || a < low {
+			low, first = a, false
+		}
+	}
+	return low
+}
+
+// View reads model name's committed keys.
+func (d *DB) View(name string) View { return View{r: d.pdb, prefix: modelPrefix(name)} }
+
+// ApplyMessages applies msgs, in stream order, to every model that has not
+// applied them yet, and commits them with each model's new checkpoint in
+// one batch. A message at or below a model's checkpoint is skipped for
+// that model, so applying a message twice changes nothing.
+func (d *DB) ApplyMessages(msgs []events.Msg) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	pb := d.pdb.NewIndexedBatch()
+	defer pb.Close()
+	d.mu.Lock()
+	cps := make(map[string]uint64, len(d.models))
+	for _, m := range d.models {
+		cps[m.Name()] = d.applied[m.Name()]
+	}
+	d.mu.Unlock()
+	batches := make(map[string]*Batch, len(d.models))
+	for _, m := range d.models {
+		batches[m.Name()] = &Batch{b: pb, prefix: modelPrefix(m.Name())}
+	}
+	for _, msg := range msgs {
+		evs, err := events.Decode(msg.Data)
+		if err != nil {
+			return fmt.Errorf("projections: message %d: %w", msg.Seq, err)
+		}
+		for _, m := range d.models {
+			name := m.Name()
+			if msg.Seq <= cps[name] {
+				continue
+			}
+			if err := m.Apply(batches[name], msg, evs); err != nil {
+				return fmt.Errorf("projections: %s: message %d: %w", name, msg.Seq, err)
+			}
+			cps[name] = msg.Seq
+		}
+	}
+	for name, cp := range cps {
+		if err := pb.Set(checkpointKey(name), binary.BigEndian.AppendUint64(nil, cp), nil); err != nil {
+			return fmt.Errorf("projections: checkpoint %s: %w", name, err)
+		}
+	}
+	if err := pb.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("projections: commit: %w", err)
+	}
+	d.mu.Lock()
+	for name, cp := range cps {
+		d.applied[name] = cp
+	}
+	d.mu.Unlock()
+	return nil
+}
