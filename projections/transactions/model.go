@@ -45,19 +45,22 @@ func (Model) Apply(b *projections.Batch, m events.Msg, evs []events.Event) error
 	if !ok {
 		return nil
 	}
-	a := applier{b: b, site: site}
+	a := applier{b: b, site: site, counts: map[string]int64{}}
 	for i, e := range evs {
 		if err := a.apply(m.Seq, uint16(i), e); err != nil {
 			return fmt.Errorf("transactions: event %d (%s): %w", i, e.Name, err)
 		}
 	}
-	return nil
+	return a.flushCounts()
 }
 
 // applier applies one message's events of one site.
 type applier struct {
 	b    *projections.Batch
 	site ids.SiteID
+	// counts are the changes of the streams' counts, written once a
+	// message: most of a message's entries go to the same few streams.
+	counts map[string]int64
 }
 
 func (a *applier) apply(seq uint64, evIdx uint16, e events.Event) error {
@@ -191,19 +194,30 @@ func (a *applier) index2(add, del [][]byte, ref []byte) error {
 }
 
 func (a *applier) count(entry []byte, d int64) error {
-	c := countKey(entry)
-	if c == nil {
-		return nil
+	if c := countKey(entry); c != nil {
+		a.counts[string(c)] += d
 	}
-	v, _, err := a.b.Get(c)
-	if err != nil {
-		return err
+	return nil
+}
+
+func (a *applier) flushCounts() error {
+	for c, d := range a.counts {
+		if d == 0 {
+			continue
+		}
+		v, _, err := a.b.Get([]byte(c))
+		if err != nil {
+			return err
+		}
+		var n int64
+		if len(v) == 8 {
+			n = int64(binary.BigEndian.Uint64(v))
+		}
+		if err := a.b.Set([]byte(c), binary.BigEndian.AppendUint64(nil, uint64(n+d))); err != nil {
+			return err
+		}
 	}
-	var n int64
-	if len(v) == 8 {
-		n = int64(binary.BigEndian.Uint64(v))
-	}
-	return a.b.Set(c, binary.BigEndian.AppendUint64(nil, uint64(n+d)))
+	return nil
 }
 
 // added returns the keys of xs that are not in ys.
