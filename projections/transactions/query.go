@@ -47,7 +47,7 @@ func ByProcessID(v projections.View, site ids.SiteID, pid string) (t Tx, alias, 
 	return t, pidAlias(val), ok, err
 }
 
-// Record is ByProcessID's transaction as its record, alreadyPending set
+// recordAs is the transaction's record, alreadyPending set
 // for an alias.
 func (t *Tx) recordAs(cfg *aggregates.Config, publicURL string, alias bool) records.Record {
 	r := t.Record(cfg, publicURL)
