@@ -155,49 +155,94 @@ func FormatTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
+// Fields are everything a transaction's record is made of: what its
+// creation event stored and what its later events changed. Both the write
+// model's transactions (build) and the read models
+// (projections/transactions) make records through New, the one place a
+// record is put together.
+type Fields struct {
+	TxID      ids.TxID
+	Kind      aggregates.Kind
+	Status    aggregates.Status
+	Amount    int64
+	Requested int64
+	// Reason is the status reason ("" when none).
+	Reason string
+	// CreatedAt, UpdatedAt and ExpiresAt (deposits only) are Unix ms.
+	CreatedAt, UpdatedAt, ExpiresAt int64
+
+	BankID, BankCode, IdentifierKind                 string
+	ProcessID, UserID, UserName, Name, ConvertedName string
+	// AccountName and AccountNumber are the account paid to (a deposit's
+	// method account) or paid out to (a withdrawal's accountName and
+	// iban).
+	AccountName, AccountNumber string
+	// Deposits only: the method's name shown, the sender's name, the
+	// page's language and the hosted page token ("" when none).
+	BankName, SenderName, Lang, HostedToken string
+	// Sandbox: the site is a sandbox.
+	Sandbox bool
+}
+
+// New makes the record of f, its hash signed with secret; publicURL is the
+// base of hosted page links.
+func New(f Fields, secret, publicURL string) Record {
+	txID := string(f.TxID)
+	r := Record{Common: Common{
+		TransactionID: txID, BankID: f.BankID, Bank: f.BankCode, Amount: f.Amount, RequestedAmount: f.Requested,
+		UserID: f.UserID, Name: f.Name, UserName: f.UserName, ProcessID: f.ProcessID, Type: f.Kind.String(),
+		ConvertedName: f.ConvertedName, Status: f.Status.String(), IdentifierKind: f.IdentifierKind,
+		CreatedAt: FormatTime(f.CreatedAt), UpdatedAt: FormatTime(f.UpdatedAt),
+	}, Sandbox: f.Sandbox, updatedMs: f.UpdatedAt}
+	if f.Reason != "" {
+		reason := f.Reason
+		r.StatusReason = &reason
+	}
+	if f.Kind == aggregates.KindDeposit {
+		exp := FormatTime(f.ExpiresAt)
+		r.expiresMs = f.ExpiresAt
+		d := &DepositFields{BankName: f.BankName, BankAccountName: f.AccountName, BankAccountIban: f.AccountNumber,
+			Lang: f.Lang, ExpiresAt: &exp}
+		if f.SenderName != "" {
+			sender := f.SenderName
+			d.SenderName = &sender
+		}
+		if f.HostedToken != "" {
+			u := publicURL + "/pay/" + txID + "?t=" + f.HostedToken
+			d.URL = &u
+			r.HostedToken = f.HostedToken
+		}
+		r.Deposit = d
+	} else {
+		r.Withdrawal = &WithdrawalFields{AccountName: f.AccountName, IBAN: f.AccountNumber}
+	}
+	r.Hash, r.hashedWith = ResponseHash(secret, txID, r.BankID, f.Amount), secret
+	return r
+}
+
 // build joins the compact state of a transaction with its creation event.
 // publicURL is the base of hosted page links; secret signs the hash.
 func build(tx aggregates.Tx, reason string, created events.Event, id ids.TxID, secret, publicURL string) (Record, bool) {
-	txID := string(id)
-	r := Record{Common: Common{
-		TransactionID: txID, Amount: tx.Amount, RequestedAmount: tx.Requested,
-		Type: tx.Kind.String(), Status: tx.Status.String(),
-		CreatedAt: FormatTime(created.Time), UpdatedAt: FormatTime(tx.UpdatedAt),
-	}, updatedMs: tx.UpdatedAt}
-	if reason != "" {
-		r.StatusReason = &reason
-	}
+	f := Fields{TxID: id, Kind: tx.Kind, Status: tx.Status, Amount: tx.Amount, Requested: tx.Requested, Reason: reason,
+		CreatedAt: created.Time, UpdatedAt: tx.UpdatedAt}
 	switch p := created.Payload.(type) {
 	case *events.DepositRequested:
-		if tx.Kind != aggregates.KindDeposit || p.TxID != txID {
+		if tx.Kind != aggregates.KindDeposit || p.TxID != string(id) {
 			return Record{}, false
 		}
-		r.BankID, r.Bank, r.UserID, r.Name, r.UserName = p.BankID, p.BankCode, p.UserID, p.Name, p.UserName
-		r.ProcessID, r.ConvertedName, r.IdentifierKind = p.ProcessID, p.ConvertedName, p.IdentifierKind
-		exp := FormatTime(p.ExpiresAt)
-		r.expiresMs = p.ExpiresAt
-		d := &DepositFields{BankName: p.BankName, BankAccountName: p.AccountName, BankAccountIban: p.AccountNumber,
-			Lang: p.Lang, ExpiresAt: &exp}
-		if p.SenderName != "" {
-			s := p.SenderName
-			d.SenderName = &s
-		}
-		if p.HostedToken != "" {
-			u := publicURL + "/pay/" + txID + "?t=" + p.HostedToken
-			d.URL = &u
-			r.HostedToken = p.HostedToken
-		}
-		r.Deposit = d
+		f.BankID, f.BankCode, f.IdentifierKind = p.BankID, p.BankCode, p.IdentifierKind
+		f.ProcessID, f.UserID, f.UserName, f.Name, f.ConvertedName = p.ProcessID, p.UserID, p.UserName, p.Name, p.ConvertedName
+		f.AccountName, f.AccountNumber, f.ExpiresAt = p.AccountName, p.AccountNumber, p.ExpiresAt
+		f.BankName, f.SenderName, f.Lang, f.HostedToken = p.BankName, p.SenderName, p.Lang, p.HostedToken
 	case *events.WithdrawalRequested:
-		if tx.Kind != aggregates.KindWithdrawal || p.TxID != txID {
+		if tx.Kind != aggregates.KindWithdrawal || p.TxID != string(id) {
 			return Record{}, false
 		}
-		r.BankID, r.Bank, r.UserID, r.Name, r.UserName = p.BankID, p.BankCode, p.UserID, p.Name, p.UserName
-		r.ProcessID, r.ConvertedName, r.IdentifierKind = p.ProcessID, p.ConvertedName, p.IdentifierKind
-		r.Withdrawal = &WithdrawalFields{AccountName: p.AccountName, IBAN: p.IBAN}
+		f.BankID, f.BankCode, f.IdentifierKind = p.BankID, p.BankCode, p.IdentifierKind
+		f.ProcessID, f.UserID, f.UserName, f.Name, f.ConvertedName = p.ProcessID, p.UserID, p.UserName, p.Name, p.ConvertedName
+		f.AccountName, f.AccountNumber = p.AccountName, p.IBAN
 	default:
 		return Record{}, false
 	}
-	r.Hash, r.hashedWith = ResponseHash(secret, txID, r.BankID, tx.Amount), secret
-	return r, true
+	return New(f, secret, publicURL), true
 }

@@ -62,46 +62,14 @@ func (t *Tx) pos() pos { return pos{seq: t.Seq, ev: t.EvIdx} }
 // Record builds the transaction's record as records.Reader builds it,
 // with the site's current settings cfg; publicURL is the base of hosted
 // page links (without a trailing slash, as records.Reader.PublicURL).
-//
-// records.Record keeps the last change and the expiry in Unix ms in
-// unexported fields (UpdatedAtMs, ExpiresAtMs), which only package records
-// can set: a record built here answers 0 for both until records exports a
-// constructor (t.UpdatedAt and t.ExpiresAt hold them meanwhile).
 func (t *Tx) Record(cfg *aggregates.Config, publicURL string) records.Record {
-	txID := string(t.ID())
-	r := records.Record{Common: records.Common{
-		TransactionID: txID, BankID: t.BankID, Bank: t.BankCode, Amount: t.Amount, RequestedAmount: t.Requested,
-		UserID: t.UserID, Name: t.Name, UserName: t.UserName, ProcessID: t.ProcessID, Type: t.Kind.String(),
-		ConvertedName: t.ConvertedName, Status: t.Status.String(), IdentifierKind: t.IdentifierKind,
-		CreatedAt: records.FormatTime(t.CreatedAt), UpdatedAt: records.FormatTime(t.UpdatedAt),
-	}, Sandbox: cfg.Sandbox}
-	if t.Reason != "" {
-		reason := t.Reason
-		r.StatusReason = &reason
-	}
-	if t.Kind == aggregates.KindDeposit {
-		exp := records.FormatTime(t.ExpiresAt)
-		d := &records.DepositFields{BankName: t.BankName, BankAccountName: t.AccountName, BankAccountIban: t.AccountNumber,
-			Lang: t.Lang, ExpiresAt: &exp}
-		if t.SenderName != "" {
-			s := t.SenderName
-			d.SenderName = &s
-		}
-		if t.HostedToken != "" {
-			u := publicURL + "/pay/" + txID + "?t=" + t.HostedToken
-			d.URL = &u
-			r.HostedToken = t.HostedToken
-		}
-		r.Deposit = d
-	} else {
-		r.Withdrawal = &records.WithdrawalFields{AccountName: t.AccountName, IBAN: t.AccountNumber}
-	}
-	if cfg.Secret == "" {
-		// HashedWith computes nothing for the secret a record starts with.
-		r.Hash = records.ResponseHash("", txID, t.BankID, t.Amount)
-		return r
-	}
-	return r.HashedWith(cfg.Secret)
+	return records.New(records.Fields{TxID: t.ID(), Kind: t.Kind, Status: t.Status, Amount: t.Amount, Requested: t.Requested,
+		Reason: t.Reason, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt,
+		BankID: t.BankID, BankCode: t.BankCode, IdentifierKind: t.IdentifierKind,
+		ProcessID: t.ProcessID, UserID: t.UserID, UserName: t.UserName, Name: t.Name, ConvertedName: t.ConvertedName,
+		AccountName: t.AccountName, AccountNumber: t.AccountNumber,
+		BankName: t.BankName, SenderName: t.SenderName, Lang: t.Lang, HostedToken: t.HostedToken,
+		Sandbox: cfg.Sandbox}, cfg.Secret, publicURL)
 }
 
 // fromDeposit is the transaction a deposit.requested event creates.
