@@ -470,6 +470,19 @@ func unixNanoOrZero(t time.Time) int64 {
 	return t.UnixNano()
 }
 
+// EncodeCursor is the cursor of a listing with filters f that goes on
+// after the transaction created by event ev of the message at seq: the
+// read models page with the same cursors, so a listing goes on across
+// either.
+func EncodeCursor(f Filter, seq uint64, ev uint16) string { return encodeCursor(f, pos{seq, ev}) }
+
+// DecodeCursor parses f.Cursor as EncodeCursor wrote it; ok is false for
+// none, and the errors are ErrBadCursor and ErrCursorFilters.
+func DecodeCursor(f Filter) (seq uint64, ev uint16, ok bool, err error) {
+	p, ok, err := decodeCursor(f.Cursor, f)
+	return p.seq, p.ev, ok, err
+}
+
 // decodeCursor parses a cursor, which comes back from outside like any
 // other input. A cursor of the other order or of other filters is refused
 // (ErrCursorFilters): it would skip or repeat transactions, or page through
