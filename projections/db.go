@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"sync"
 
@@ -53,7 +54,7 @@ func Open(dir string, log *slog.Logger, models ...Model) (*DB, error) {
 		}
 		seen[m.Name()] = true
 	}
-	pdb, err := pebble.Open(dir, &pebble.Options{})
+	pdb, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLog{log}})
 	if err != nil {
 		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
 	}
@@ -249,3 +250,23 @@ func (e *ModelError) Error() string {
 }
 
 func (e *ModelError) Unwrap() error { return e.Err }
+
+// pebbleLog hands Pebble's own messages to the process's log: its
+// routine ones (the WALs it replays as it opens) at DEBUG, so that they do
+// not go to standard error unasked.
+type pebbleLog struct{ log *slog.Logger }
+
+func (l pebbleLog) Infof(format string, args ...any) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLog) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf is called by Pebble when it cannot go on; like Pebble's own
+// logger, it ends the process.
+func (l pebbleLog) Fatalf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+	os.Exit(1)
+}
