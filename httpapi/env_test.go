@@ -107,6 +107,8 @@ type stackOptions struct {
 	// maxHeaderBytes is the HTTP server's MaxHeaderBytes (0: net/http's
 	// default), set before it starts.
 	maxHeaderBytes int
+	// readModels is httpapi.Config.ReadModels.
+	readModels func() error
 }
 
 // stackStore is what a stack's ledger and read models read.
@@ -208,7 +210,7 @@ func (e *env) newStack(o stackOptions) *stack {
 	cfg := httpapi.Config{Ledger: led, Reader: reader, AdminToken: adminToken, TrustedProxies: o.trusted,
 		AppVersion: "test", StoreReady: store.Ping, Logger: log, HostedRateLimit: o.hostedRate, Now: o.limiterNow,
 		Metrics: o.metrics, MetricsHandler: o.metricsHandler, Events: store, Streams: o.streams, StreamsPerSite: o.streamsPerSite,
-		DocsURL: o.docsURL}
+		DocsURL: o.docsURL, ReadModels: o.readModels}
 	if st.Callbacks != nil {
 		// Not a nil *Dispatcher in the interface: no dispatcher, no routes.
 		cfg.Callbacks = st.Callbacks

@@ -36,6 +36,9 @@ type Config struct {
 	AppVersion string
 	// StoreReady reports whether the event store answers (for /readyz).
 	StoreReady func(ctx context.Context) error
+	// ReadModels reports the fault that stopped the read models (for
+	// /readyz), nil while they follow the stream; nil: not checked.
+	ReadModels func() error
 	// RequestTimeout bounds a request's waits on the ledger and the store.
 	RequestTimeout time.Duration
 	// HostedRateLimit is the hosted page's requests per second per client
@@ -237,6 +240,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.Ledger.Ready() {
 		s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "the ledger is still catching up with the event store", routine: true})
 		return
+	}
+	if s.cfg.ReadModels != nil {
+		if err := s.cfg.ReadModels(); err != nil {
+			s.writeErr(w, r, &apiError{status: 503, code: "unavailable", message: "the read models stopped (the log names the model and message)", cause: err})
+			return
+		}
 	}
 	if s.cfg.StoreReady != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

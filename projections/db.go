@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"sync"
 
@@ -21,6 +22,13 @@ type DB struct {
 	mu sync.Mutex
 	// applied is each model's checkpoint, as committed.
 	applied map[string]uint64
+	// changed is closed, and replaced, whenever applied or err changes:
+	// the broadcast WaitFor waits on.
+	changed chan struct{}
+	// err is the fault that stopped the projector (Err).
+	err error
+	// chunkMsgs is CatchUp's chunk (catchUpMsgs; tests make it small).
+	chunkMsgs int
 }
 
 var modelName = regexp.MustCompile(`^[a-z]+$`)
@@ -28,8 +36,12 @@ var modelName = regexp.MustCompile(`^[a-z]+$`)
 // Meta keys.
 var metaPrefix = []byte("\x00meta\x00")
 
-func versionKey(name string) []byte    { return append(append([]byte(nil), metaPrefix...), "version\x00"+name...) }
-func checkpointKey(name string) []byte { return append(append([]byte(nil), metaPrefix...), "checkpoint\x00"+name...) }
+func versionKey(name string) []byte {
+	return append(append([]byte(nil), metaPrefix...), "version\x00"+name...)
+}
+func checkpointKey(name string) []byte {
+	return append(append([]byte(nil), metaPrefix...), "checkpoint\x00"+name...)
+}
 
 // Open opens (creating it when absent) the store in dir with models. A
 // model whose stored format version is not its Version is dropped, its
@@ -42,11 +54,11 @@ func Open(dir string, log *slog.Logger, models ...Model) (*DB, error) {
 		}
 		seen[m.Name()] = true
 	}
-	pdb, err := pebble.Open(dir, &pebble.Options{})
+	pdb, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLog{log}})
 	if err != nil {
 		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
 	}
-	d := &DB{pdb: pdb, log: log, models: models, applied: map[string]uint64{}}
+	d := &DB{pdb: pdb, log: log, models: models, applied: map[string]uint64{}, changed: make(chan struct{}), chunkMsgs: catchUpMsgs}
 	for _, m := range models {
 		if err := d.openModel(m); err != nil {
 			_ = pdb.Close()
@@ -101,8 +113,30 @@ func (d *DB) drop(m Model) error {
 	}
 	d.mu.Lock()
 	d.applied[name] = 0
+	d.broadcastLocked()
 	d.mu.Unlock()
 	return nil
+}
+
+// Drop removes model name's keys and checkpoint, so that the next CatchUp
+// or Follow builds it again from the stream's start (ledgerctl projections
+// rebuild). Do not call it while the DB follows the stream.
+func (d *DB) Drop(name string) error {
+	for _, m := range d.models {
+		if m.Name() == name {
+			return d.drop(m)
+		}
+	}
+	return fmt.Errorf("projections: no model %q", name)
+}
+
+// Models returns the DB's models.
+func (d *DB) Models() []Model { return append([]Model(nil), d.models...) }
+
+// broadcastLocked wakes every WaitFor; d.mu is held.
+func (d *DB) broadcastLocked() {
+	close(d.changed)
+	d.changed = make(chan struct{})
 }
 
 // Close closes the store.
@@ -116,10 +150,14 @@ func (d *DB) Checkpoint(name string) uint64 {
 }
 
 // Applied returns the stream sequence every model has applied: the
-// smallest checkpoint.
+// smallest checkpoint (0 without models).
 func (d *DB) Applied() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.appliedLocked()
+}
+
+func (d *DB) appliedLocked() uint64 {
 	first := true
 	var low uint64
 	for _, m := range d.models {
@@ -138,8 +176,19 @@ func (d *DB) View(name string) View { return View{r: d.pdb, prefix: modelPrefix(
 // one batch. A message at or below a model's checkpoint is skipped for
 // that model, so applying a message twice changes nothing.
 func (d *DB) ApplyMessages(msgs []events.Msg) error {
+	_, err := d.apply(msgs, pebble.Sync)
+	return err
+}
+
+// apply is ApplyMessages with the commit's durability: pebble.Sync puts
+// the batch, and every batch committed before it, on disk before it
+// returns; pebble.NoSync leaves it to the next synced commit (a process
+// that dies loses nothing written, a machine that stops may lose the
+// batch, whole: its checkpoint with it). It returns how many events the
+// messages held.
+func (d *DB) apply(msgs []events.Msg, sync *pebble.WriteOptions) (int, error) {
 	if len(msgs) == 0 {
-		return nil
+		return 0, nil
 	}
 	pb := d.pdb.NewIndexedBatch()
 	defer pb.Close()
@@ -153,34 +202,71 @@ func (d *DB) ApplyMessages(msgs []events.Msg) error {
 	for _, m := range d.models {
 		batches[m.Name()] = &Batch{b: pb, prefix: modelPrefix(m.Name())}
 	}
+	n := 0
 	for _, msg := range msgs {
 		evs, err := events.Decode(msg.Data)
 		if err != nil {
-			return fmt.Errorf("projections: message %d: %w", msg.Seq, err)
+			return 0, fmt.Errorf("projections: message %d: %w", msg.Seq, err)
 		}
+		n += len(evs)
 		for _, m := range d.models {
 			name := m.Name()
 			if msg.Seq <= cps[name] {
 				continue
 			}
 			if err := m.Apply(batches[name], msg, evs); err != nil {
-				return fmt.Errorf("projections: %s: message %d: %w", name, msg.Seq, err)
+				return 0, &ModelError{Model: name, Seq: msg.Seq, Err: err}
 			}
 			cps[name] = msg.Seq
 		}
 	}
 	for name, cp := range cps {
 		if err := pb.Set(checkpointKey(name), binary.BigEndian.AppendUint64(nil, cp), nil); err != nil {
-			return fmt.Errorf("projections: checkpoint %s: %w", name, err)
+			return 0, fmt.Errorf("projections: checkpoint %s: %w", name, err)
 		}
 	}
-	if err := pb.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("projections: commit: %w", err)
+	if err := pb.Commit(sync); err != nil {
+		return 0, fmt.Errorf("projections: commit messages %d to %d: %w", msgs[0].Seq, msgs[len(msgs)-1].Seq, err)
 	}
 	d.mu.Lock()
 	for name, cp := range cps {
 		d.applied[name] = cp
 	}
+	d.broadcastLocked()
 	d.mu.Unlock()
-	return nil
+	return n, nil
+}
+
+// ModelError is a model's Apply failing for a message: the model stays at
+// its previous checkpoint, and the projector stops.
+type ModelError struct {
+	Model string
+	Seq   uint64
+	Err   error
+}
+
+func (e *ModelError) Error() string {
+	return fmt.Sprintf("projections: %s: message %d: %v", e.Model, e.Seq, e.Err)
+}
+
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// pebbleLog hands Pebble's own messages to the process's log: its
+// routine ones (the WALs it replays as it opens) at DEBUG, so that they do
+// not go to standard error unasked.
+type pebbleLog struct{ log *slog.Logger }
+
+func (l pebbleLog) Infof(format string, args ...any) {
+	l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLog) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf is called by Pebble when it cannot go on; like Pebble's own
+// logger, it ends the process.
+func (l pebbleLog) Fatalf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+	os.Exit(1)
 }

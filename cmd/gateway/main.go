@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ import (
 	"github.com/iqdgateway/gateway/events/jsstore"
 	"github.com/iqdgateway/gateway/httpapi"
 	"github.com/iqdgateway/gateway/metrics"
+	"github.com/iqdgateway/gateway/projections"
 )
 
 // version is set with -ldflags "-X main.version=…"; otherwise the build
@@ -52,6 +54,8 @@ func main() {
 // options are the flags (README.md "Running").
 type options struct {
 	http, nats, data, sync, natsListen string
+	// projectionsDir is the read models' store (--projections-dir).
+	projectionsDir string
 	// natsListenInsecure lets --nats-listen run without credentials.
 	natsListenInsecure bool
 	// natsStartTimeout bounds the embedded server's start.
@@ -94,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.http, "http", env("GATEWAY_HTTP", "127.0.0.1:8080"), "listen address [GATEWAY_HTTP]")
 	fs.StringVar(&o.nats, "nats", env("GATEWAY_NATS", ""), "URL(s) of an external NATS cluster, comma-separated; empty runs an embedded server [GATEWAY_NATS]")
 	fs.StringVar(&o.data, "data", env("GATEWAY_DATA", "./data"), "embedded server's JetStream directory [GATEWAY_DATA]")
+	fs.StringVar(&o.projectionsDir, "projections-dir", env("GATEWAY_PROJECTIONS_DIR", ""), "the read models' store, rebuilt from the stream when missing (default: <--data>/projections, also with --nats) [GATEWAY_PROJECTIONS_DIR]")
 	fs.StringVar(&o.sync, "sync", env("GATEWAY_SYNC", "always"), "embedded server durability: 'always' puts every write on disk before it is answered (the gateway fsyncs\nthe ledger's files once for each group of writes; with --nats-listen the server fsyncs every message);\n'interval' syncs every 2 minutes: a machine crash loses recent acknowledged writes [GATEWAY_SYNC]")
 	fs.StringVar(&o.natsListen, "nats-listen", env("GATEWAY_NATS_LISTEN", ""), "expose the embedded server's client port, e.g. 127.0.0.1:4222; needs credentials (--nats-user or --nats-nkey-seed-file) [GATEWAY_NATS_LISTEN]")
 	fs.BoolVar(&o.natsListenInsecure, "nats-listen-insecure", envBool("GATEWAY_NATS_LISTEN_INSECURE", false), "let --nats-listen accept clients without credentials, who can then read every site's secrets (development only) [GATEWAY_NATS_LISTEN_INSECURE]")
@@ -124,6 +129,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.projectionsDir == "" {
+		o.projectionsDir = filepath.Join(o.data, "projections")
 	}
 	if o.sync != "always" && o.sync != "interval" {
 		return o, fmt.Errorf("--sync must be always or interval, not %q", o.sync)
@@ -326,6 +334,15 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	store, led, reader := ls.store, ls.led, ls.reader
 	closeLedger := ls.close
+	// The read models catch up before the API is served (/readyz 503
+	// until then), and follow the stream while it is.
+	setWaiting("catching up the read models")
+	rm, err := openReadModels(ctx, o.projectionsDir, projections.Models(), store, log)
+	if err != nil {
+		closeLedger()
+		return err
+	}
+	defer rm.close()
 
 	token := o.adminToken
 	if token == "" {
@@ -342,7 +359,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) e
 	}
 	defer disp.Close()
 	api := httpapi.New(httpapi.Config{Ledger: led, Reader: reader, AdminToken: token, TrustedProxies: proxies,
-		AppVersion: appVersion(), StoreReady: store.Ping, Callbacks: disp, Events: store, Logger: log, Metrics: m, MetricsHandler: m.Handler(),
+		AppVersion: appVersion(), StoreReady: store.Ping, ReadModels: rm.check, Callbacks: disp, Events: store, Logger: log, Metrics: m, MetricsHandler: m.Handler(),
 		DocsURL: o.docsURL})
 	if o.demo {
 		handler.set(withDemoReceiver(api, &demoReceiver{site: led.SiteConfig, log: log, now: time.Now}))

@@ -6,6 +6,7 @@
 //	ledgerctl events   --site ID [--from SEQ] [--limit N] [--json] (--data DIR | --nats URL)
 //	ledgerctl cluster  --nats URL [--json]
 //	ledgerctl generate --data DIR [--events N] [--sites K] [--batch B] [--seed S] [--snapshot-at F]
+//	ledgerctl projections status|rebuild [--model NAME] [--projections-dir DIR] (--data DIR | --nats URL)
 //
 // cluster prints, for every stream of the account (the ledger stream first,
 // then the snapshot and callback buckets), the server leading it and how
@@ -53,6 +54,7 @@ import (
 	"github.com/iqdgateway/gateway/events"
 	"github.com/iqdgateway/gateway/events/jsstore"
 	"github.com/iqdgateway/gateway/ids"
+	"github.com/iqdgateway/gateway/projections"
 )
 
 // Exit statuses.
@@ -72,6 +74,8 @@ const usage = `usage:
   ledgerctl events   --site ID [--from SEQ] [--limit N] [--json] (--data DIR | --nats URL)
   ledgerctl cluster  --nats URL [--json]
   ledgerctl generate --data DIR [--events N] [--sites K] [--batch B] [--seed S] [--snapshot-at F] [--quiet]
+  ledgerctl projections status  [--json] [--projections-dir DIR] (--data DIR | --nats URL)
+  ledgerctl projections rebuild [--model NAME] [--projections-dir DIR] (--data DIR | --nats URL)
 
 --data DIR audits the gateway's data directory offline (stop the gateway first);
 --nats URL reads a running NATS server or cluster, presenting --nats-user with
@@ -97,6 +101,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runCluster(ctx, args[1:], stdout, stderr)
 	case "generate":
 		return runGenerate(ctx, args[1:], stdout, stderr)
+	case "projections":
+		return runProjections(ctx, args[1:], stdout, stderr, projections.Models())
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
