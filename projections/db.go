@@ -99,7 +99,7 @@ func (d *DB) drop(m Model) error {
 	b := d.pdb.NewBatch()
 	defer b.Close()
 	p := modelPrefix(name)
-	if err := b.DeleteRange(p, prefixEnd(p), nil); err != nil {
+	if err := b.DeleteRange(p, PrefixEnd(p), nil); err != nil {
 		return fmt.Errorf("projections: drop %s: %w", name, err)
 	}
 	if err := b.Delete(checkpointKey(name), nil); err != nil {

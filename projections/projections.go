@@ -89,7 +89,7 @@ func (v View) Scan(lower, upper []byte, reverse bool, fn func(key, value []byte)
 	if upper != nil {
 		hi = append(bytes.Clone(v.prefix), upper...)
 	} else {
-		hi = prefixEnd(v.prefix)
+		hi = PrefixEnd(v.prefix)
 	}
 	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -128,8 +128,9 @@ func get(r pebble.Reader, key []byte) ([]byte, bool, error) {
 	return out, true, c.Close()
 }
 
-// prefixEnd is the first key after every key starting with p.
-func prefixEnd(p []byte) []byte {
+// PrefixEnd is the first key after every key starting with p (nil when
+// there is none): the upper bound of a scan of a prefix.
+func PrefixEnd(p []byte) []byte {
 	end := bytes.Clone(p)
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] < 0xff {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,24 +14,8 @@ import (
 	"github.com/iqdgateway/gateway/ids"
 	"github.com/iqdgateway/gateway/internal/testkit"
 	"github.com/iqdgateway/gateway/projections"
+	"github.com/iqdgateway/gateway/projections/projtest"
 )
-
-// perSubject is a toy read model: messages per subject.
-type perSubject struct{}
-
-func (perSubject) Name() string    { return "persubject" }
-func (perSubject) Version() uint32 { return 1 }
-func (perSubject) Apply(b *projections.Batch, m events.Msg, _ []events.Event) error {
-	v, _, err := b.Get([]byte(m.Subject))
-	if err != nil {
-		return err
-	}
-	var n uint64
-	if len(v) == 8 {
-		n = binary.BigEndian.Uint64(v)
-	}
-	return b.Set([]byte(m.Subject), binary.BigEndian.AppendUint64(nil, n+1))
-}
 
 // TestOpenReadModels: the read models are caught up with the stream when
 // openReadModels returns and follow it after; without models nothing is
@@ -67,16 +50,15 @@ func TestOpenReadModels(t *testing.T) {
 
 	t.Run("a model", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "projections")
-		rm, err := openReadModels(ctx, dir, []projections.Model{perSubject{}}, st, log)
+		rm, err := openReadModels(ctx, dir, []projections.Model{projtest.Tally{}}, st, log)
 		require.NoError(t, err)
 		defer rm.close()
-		assert.Equal(t, last, rm.db.Checkpoint("persubject"), "caught up before it returns")
+		assert.Equal(t, last, rm.db.Checkpoint("tally"), "caught up before it returns")
 		appendOne()
 		require.NoError(t, rm.db.WaitFor(ctx, last))
-		v, ok, err := rm.db.View("persubject").Get([]byte(subject))
+		n, err := projtest.TallyOf(rm.db.View("tally"), subject)
 		require.NoError(t, err)
-		require.True(t, ok)
-		assert.Equal(t, uint64(6), binary.BigEndian.Uint64(v))
+		assert.Equal(t, uint64(6), n)
 		assert.NoError(t, rm.check())
 	})
 }

@@ -3,33 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/iqdgateway/gateway/events"
 	"github.com/iqdgateway/gateway/projections"
+	"github.com/iqdgateway/gateway/projections/projtest"
 )
-
-// tally is a toy read model: messages per subject.
-type tally struct{}
-
-func (tally) Name() string    { return "tally" }
-func (tally) Version() uint32 { return 1 }
-func (tally) Apply(b *projections.Batch, m events.Msg, _ []events.Event) error {
-	v, _, err := b.Get([]byte(m.Subject))
-	if err != nil {
-		return err
-	}
-	var n uint64
-	if len(v) == 8 {
-		n = binary.BigEndian.Uint64(v)
-	}
-	return b.Set([]byte(m.Subject), binary.BigEndian.AppendUint64(nil, n+1))
-}
 
 func projectionsCmd(t *testing.T, models []projections.Model, args ...string) (int, string, string) {
 	t.Helper()
@@ -60,7 +42,7 @@ func TestRun_projections(t *testing.T) {
 	dir := t.TempDir()
 	code, _, errOut := ledgerctl(t, "generate", "--quiet", "--data", dir, "--events", "2000", "--sites", "3", "--batch", "10")
 	require.Equal(t, exitOK, code, errOut)
-	models := []projections.Model{tally{}}
+	models := []projections.Model{projtest.Tally{}}
 
 	rep := status(t, models, "--data", dir)
 	require.Len(t, rep.Models, 1)

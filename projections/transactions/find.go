@@ -317,7 +317,7 @@ func (q *query) window(scope ids.SiteID) (empty bool, err error) {
 	first := func(t time.Time) (*pos, error) {
 		var p *pos
 		base := timeKey(scope, 0)[:len(timeKey(scope, 0))-8]
-		err := q.v.Scan(orderedInt(base, t.UnixMilli()), prefixEnd(base), false, func(k, _ []byte) bool {
+		err := q.v.Scan(orderedInt(base, t.UnixMilli()), projections.PrefixEnd(base), false, func(k, _ []byte) bool {
 			at := readPos(k[len(k)-posLen:])
 			p = &at
 			return false

@@ -37,7 +37,7 @@ const maxChunk = 1024
 // when set.
 func newStream(v projections.View, prefix []byte, reverse bool, after *pos, lo, hi *pos, chunk int) *stream {
 	s := &stream{v: v, prefix: prefix, reverse: reverse, chunk: min(max(chunk, 16), maxChunk),
-		lo: prefix, hi: prefixEnd(prefix)}
+		lo: prefix, hi: projections.PrefixEnd(prefix)}
 	if lo != nil {
 		s.lo = lo.append(bytes.Clone(prefix))
 	}
@@ -131,16 +131,4 @@ func (m *merged) before(p, q pos) bool {
 		return q.less(p)
 	}
 	return p.less(q)
-}
-
-// prefixEnd is the first key after every key starting with p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
