@@ -220,6 +220,11 @@ func (d *DB) apply(msgs []events.Msg, sync *pebble.WriteOptions) (int, error) {
 			cps[name] = msg.Seq
 		}
 	}
+	for name, b := range batches {
+		if err := b.flushCounters(); err != nil {
+			return 0, &ModelError{Model: name, Seq: msgs[len(msgs)-1].Seq, Err: err}
+		}
+	}
 	for name, cp := range cps {
 		if err := pb.Set(checkpointKey(name), binary.BigEndian.AppendUint64(nil, cp), nil); err != nil {
 			return 0, fmt.Errorf("projections: checkpoint %s: %w", name, err)

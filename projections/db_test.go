@@ -72,3 +72,30 @@ func TestDB_checkpointAndVersion(t *testing.T) {
 	assert.Equal(t, uint64(0), d.Checkpoint("counter"), "a new format starts from the stream's start")
 	assert.Equal(t, uint64(0), count(t, d, "ledger.site.a"))
 }
+
+// adder counts messages per subject with Batch.Add.
+type adder struct{}
+
+func (adder) Name() string    { return "adder" }
+func (adder) Version() uint32 { return 1 }
+func (adder) Apply(b *Batch, m events.Msg, _ []events.Event) error {
+	b.Add([]byte(m.Subject), 1)
+	b.Add([]byte("all"), 2)
+	b.Add([]byte("all"), -1)
+	return nil
+}
+
+// TestBatch_Add: a counter's changes are summed over a commit's messages
+// and added to what earlier commits stored.
+func TestBatch_Add(t *testing.T) {
+	d, err := Open(t.TempDir(), slog.Default(), adder{})
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.ApplyMessages([]events.Msg{message(t, 1, "ledger.site.a"), message(t, 2, "ledger.site.a"), message(t, 3, "ledger.site.b")}))
+	require.NoError(t, d.ApplyMessages([]events.Msg{message(t, 3, "ledger.site.b"), message(t, 4, "ledger.site.a")}))
+	for key, want := range map[string]int64{"ledger.site.a": 3, "ledger.site.b": 1, "all": 4, "none": 0} {
+		n, err := Counter(d.View("adder").Get([]byte(key)))
+		require.NoError(t, err)
+		assert.Equal(t, want, n, key)
+	}
+}

@@ -15,6 +15,7 @@ package projections
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -46,6 +47,10 @@ type Batch struct {
 	b      *pebble.Batch
 	prefix []byte
 	buf    []byte
+	// counters are the changes Add made to counters in this commit, by
+	// model key: a counter most messages of a commit touch is read and
+	// written once a commit, not once a message.
+	counters map[string]int64
 }
 
 // key returns the store key of a model key, in a buffer reused by the
@@ -60,6 +65,43 @@ func (b *Batch) Set(key, value []byte) error { return b.b.Set(b.key(key), value,
 
 // Delete removes key.
 func (b *Batch) Delete(key []byte) error { return b.b.Delete(b.key(key), nil) }
+
+// Add adds delta to the counter under key: an int64, big-endian, as
+// Counter reads it. The sum of a commit's changes is written when it
+// commits; Get does not see it before.
+func (b *Batch) Add(key []byte, delta int64) {
+	if b.counters == nil {
+		b.counters = map[string]int64{}
+	}
+	b.counters[string(key)] += delta
+}
+
+// flushCounters writes the counters Add changed.
+func (b *Batch) flushCounters() error {
+	for k, d := range b.counters {
+		if d == 0 {
+			continue
+		}
+		n, err := Counter(b.Get([]byte(k)))
+		if err != nil {
+			return err
+		}
+		if err := b.Set([]byte(k), binary.BigEndian.AppendUint64(nil, uint64(n+d))); err != nil {
+			return err
+		}
+	}
+	clear(b.counters)
+	return nil
+}
+
+// Counter decodes a counter's value, as Batch.Get or View.Get return it
+// (0 when there is none).
+func Counter(value []byte, ok bool, err error) (int64, error) {
+	if err != nil || !ok || len(value) != 8 {
+		return 0, err
+	}
+	return int64(binary.BigEndian.Uint64(value)), nil
+}
 
 // Get returns a copy of the value under key; ok is false when there is
 // none.

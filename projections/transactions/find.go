@@ -1,7 +1,6 @@
 package transactions
 
 import (
-	"encoding/binary"
 	"math"
 	"slices"
 	"strings"
@@ -303,11 +302,7 @@ func (q *query) plan() (*merged, error) {
 func (q *query) count(scope ids.SiteID, field []byte) (int64, error) {
 	k := streamKey(scope, field)
 	k[0] = keyCount
-	v, ok, err := q.v.Get(k)
-	if err != nil || !ok || len(v) != 8 {
-		return 0, err
-	}
-	return int64(binary.BigEndian.Uint64(v)), nil
+	return projections.Counter(q.v.Get(k))
 }
 
 // window bounds the positions of a creation time window, widened by

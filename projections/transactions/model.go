@@ -45,22 +45,19 @@ func (Model) Apply(b *projections.Batch, m events.Msg, evs []events.Event) error
 	if !ok {
 		return nil
 	}
-	a := applier{b: b, site: site, counts: map[string]int64{}}
+	a := applier{b: b, site: site}
 	for i, e := range evs {
 		if err := a.apply(m.Seq, uint16(i), e); err != nil {
 			return fmt.Errorf("transactions: event %d (%s): %w", i, e.Name, err)
 		}
 	}
-	return a.flushCounts()
+	return nil
 }
 
 // applier applies one message's events of one site.
 type applier struct {
 	b    *projections.Batch
 	site ids.SiteID
-	// counts are the changes of the streams' counts, written once a
-	// message: most of a message's entries go to the same few streams.
-	counts map[string]int64
 }
 
 func (a *applier) apply(seq uint64, evIdx uint16, e events.Event) error {
@@ -178,46 +175,23 @@ func (a *applier) index2(add, del [][]byte, ref []byte) error {
 		if err := a.b.Set(k, ref); err != nil {
 			return err
 		}
-		if err := a.count(k, 1); err != nil {
-			return err
-		}
+		a.count(k, 1)
 	}
 	for _, k := range del {
 		if err := a.b.Delete(k); err != nil {
 			return err
 		}
-		if err := a.count(k, -1); err != nil {
-			return err
-		}
+		a.count(k, -1)
 	}
 	return nil
 }
 
-func (a *applier) count(entry []byte, d int64) error {
+// count moves the count of the stream holding entry by d (the counts are
+// written once a commit: projections.Batch.Add).
+func (a *applier) count(entry []byte, d int64) {
 	if c := countKey(entry); c != nil {
-		a.counts[string(c)] += d
+		a.b.Add(c, d)
 	}
-	return nil
-}
-
-func (a *applier) flushCounts() error {
-	for c, d := range a.counts {
-		if d == 0 {
-			continue
-		}
-		v, _, err := a.b.Get([]byte(c))
-		if err != nil {
-			return err
-		}
-		var n int64
-		if len(v) == 8 {
-			n = int64(binary.BigEndian.Uint64(v))
-		}
-		if err := a.b.Set([]byte(c), binary.BigEndian.AppendUint64(nil, uint64(n+d))); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // added returns the keys of xs that are not in ys.
