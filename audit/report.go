@@ -67,6 +67,10 @@ const (
 	CheckCatalog = "catalog-replay"
 	// CheckRead: the stream was read to its last sequence.
 	CheckRead = "read"
+	// CheckReadModels: every read model equals its own replay of the
+	// stream up to its checkpoint (projections.Verify); added by
+	// ledgerctl audit when it is given the read models' store.
+	CheckReadModels = "read-models"
 )
 
 // maxProblems bounds the problems listed per check; all are counted.
@@ -252,6 +256,13 @@ func (s *SubjectReport) Check(name string) (Check, bool) {
 		}
 	}
 	return Check{}, false
+}
+
+// AddCheck adds a check of the whole ledger made outside Run (the read
+// models'), counted in the report's result.
+func (r *Report) AddCheck(c Check) {
+	r.Checks = append(r.Checks, c)
+	r.finish()
 }
 
 // finish sets the OK flags and failure counts.

@@ -158,6 +158,15 @@ func (v View) Scan(lower, upper []byte, reverse bool, fn func(key, value []byte)
 	return nil
 }
 
+// iter is an iterator over every key of the view's model.
+func (v View) iter() (*pebble.Iterator, error) {
+	it, err := v.r.NewIter(&pebble.IterOptions{LowerBound: v.prefix, UpperBound: PrefixEnd(v.prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("iterate: %w", err)
+	}
+	return it, nil
+}
+
 func get(r pebble.Reader, key []byte) ([]byte, bool, error) {
 	v, c, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {

@@ -32,12 +32,9 @@ func ReadStatus(dir string, log *slog.Logger, models ...Model) ([]ModelStatus, e
 	for _, m := range models {
 		out = append(out, ModelStatus{Name: m.Name(), Version: m.Version()})
 	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	pdb, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: pebbleLog{log}})
-	if err != nil {
-		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
+	pdb, err := openReadOnly(dir, log)
+	if err != nil || pdb == nil {
+		return out, err
 	}
 	defer pdb.Close()
 	for i, m := range models {
@@ -58,4 +55,20 @@ func ReadStatus(dir string, log *slog.Logger, models ...Model) ([]ModelStatus, e
 		}
 	}
 	return out, nil
+}
+
+// openReadOnly opens the store in dir read-only; nil when dir holds none
+// yet.
+func openReadOnly(dir string, log *slog.Logger) (*pebble.DB, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	pdb, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: pebbleLog{log}})
+	if errors.Is(err, pebble.ErrDBDoesNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
+	}
+	return pdb, nil
 }

@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	switch args[0] {
 	case "audit":
-		return runAudit(ctx, args[1:], stdout, stderr)
+		return runAudit(ctx, args[1:], stdout, stderr, projections.Models())
 	case "events":
 		return runEvents(ctx, args[1:], stdout, stderr)
 	case "cluster":
@@ -277,7 +277,7 @@ func checkSite(site string, required bool) error {
 	return nil
 }
 
-func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer, models []projections.Model) int {
 	fs := newFlags("audit", stderr)
 	var src source
 	src.register(fs)
@@ -288,11 +288,15 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	gwURL := fs.String("gateway", "", "also compare each site's treasury with this running gateway's operator API (needs --token)")
 	token := fs.String("token", "", "operator bearer token for --gateway")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the audit to this file (go tool pprof)")
+	modelsDir := fs.String("projections-dir", "", "also compare every read model in this store with its replay of the stream (default: <--data>/projections; none with --nats)")
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
 	if err := src.validate(); err != nil {
 		return usageErr(stderr, fs, err)
+	}
+	if *modelsDir == "" && src.data != "" {
+		*modelsDir = filepath.Join(src.data, "projections")
 	}
 	if (*gwURL == "") != (*token == "") {
 		return usageErr(stderr, fs, errors.New("--gateway and --token go together"))
@@ -337,6 +341,14 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
 		return exitError
+	}
+	if *modelsDir != "" && *site == "" {
+		c, err := readModelsCheck(ctx, *modelsDir, st, models)
+		if err != nil {
+			fmt.Fprintf(stderr, "ledgerctl audit: %v\n", err)
+			return exitError
+		}
+		rep.AddCheck(c)
 	}
 	return printReport(stdout, stderr, "audit", *asJSON, rep, rep.WriteText, rep.OK)
 }

@@ -13,9 +13,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/iqdgateway/gateway/audit"
 	"github.com/iqdgateway/gateway/events"
 	"github.com/iqdgateway/gateway/projections"
 )
@@ -211,4 +213,36 @@ func runProjectionsRebuild(ctx context.Context, args []string, stdout, stderr io
 	}
 	fmt.Fprintf(stdout, "in %s\n", time.Since(start).Round(time.Millisecond))
 	return exitOK
+}
+
+// readModelsCheck compares every read model stored in dir with its own
+// replay of the stream (projections.Verify), as the audit's read-models
+// check.
+func readModelsCheck(ctx context.Context, dir string, st events.Store, models []projections.Model) (audit.Check, error) {
+	checks, err := projections.Verify(ctx, dir, st, slog.New(slog.DiscardHandler), models...)
+	if err != nil {
+		return audit.Check{}, err
+	}
+	c := audit.Check{Name: audit.CheckReadModels, Status: audit.Pass}
+	var said []string
+	for _, m := range checks {
+		switch {
+		case m.Skipped != "":
+			said = append(said, fmt.Sprintf("%s not compared: %s", m.Name, m.Skipped))
+		default:
+			said = append(said, fmt.Sprintf("%s: %d keys up to %d", m.Name, m.Keys, m.Checkpoint))
+		}
+		c.Count += m.Differences
+		for _, f := range m.First {
+			c.Problems = append(c.Problems, audit.Problem{Message: m.Name + ": " + f})
+		}
+	}
+	if c.Count > 0 {
+		c.Status = audit.Fail
+	}
+	if len(said) == 0 {
+		said = append(said, "no read models in this build")
+	}
+	c.Detail = strings.Join(said, "; ")
+	return c, nil
 }
