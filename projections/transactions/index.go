@@ -104,27 +104,47 @@ func orderedInt(b []byte, v int64) []byte {
 
 // fields returns the fields t is indexed under (in each scope).
 func (t *Tx) fields() [][]byte {
-	fs := [][]byte{fieldOf(fieldAll), fieldByte(fieldKind, byte(t.Kind)), fieldByte(fieldStatus, byte(t.Status)),
-		fieldString(fieldUser, t.UserID), fieldString(fieldMethod, t.BankCode), fieldBucket(bucket(t.Amount))}
+	fs := [][]byte{fieldOf(fieldAll), fieldByte(fieldKind, byte(t.Kind)),
+		fieldString(fieldUser, t.UserID), fieldString(fieldMethod, t.BankCode)}
 	if t.BankID != t.BankCode {
 		fs = append(fs, fieldString(fieldMethod, t.BankID))
 	}
 	for _, g := range t.trigrams() {
 		fs = append(fs, fieldString(fieldName, g))
 	}
-	return fs
+	return append(fs, t.changing()...)
+}
+
+// changing are the fields of t that its later events change: its status
+// and its amount (an approval for another amount). Nothing else indexed
+// ever changes after the creation, so an update moves only these.
+func (t *Tx) changing() [][]byte {
+	return [][]byte{fieldByte(fieldStatus, byte(t.Status)), fieldBucket(bucket(t.Amount))}
 }
 
 // entries returns the keys t is found under in every stream and in the
 // time index, with the value of each stream entry.
 func (t *Tx) entries() (keys [][]byte, ref []byte) {
+	keys, ref = t.streamEntries(t.fields())
+	p := t.pos()
+	for _, scope := range []ids.SiteID{"", t.Site} {
+		keys = append(keys, p.append(timeKey(scope, t.CreatedAt)))
+	}
+	return keys, ref
+}
+
+// changingEntries returns the keys of the streams that t's changing fields
+// put it in.
+func (t *Tx) changingEntries() (keys [][]byte, ref []byte) { return t.streamEntries(t.changing()) }
+
+// streamEntries returns t's keys in the streams of fields, in both scopes.
+func (t *Tx) streamEntries(fields [][]byte) (keys [][]byte, ref []byte) {
 	ref = binary.BigEndian.AppendUint32(appendStr(nil, string(t.Site)), uint32(t.Index))
 	p := t.pos()
 	for _, scope := range []ids.SiteID{"", t.Site} {
-		for _, f := range t.fields() {
+		for _, f := range fields {
 			keys = append(keys, p.append(streamKey(scope, f)))
 		}
-		keys = append(keys, p.append(timeKey(scope, t.CreatedAt)))
 	}
 	return keys, ref
 }

@@ -156,13 +156,13 @@ func (a *applier) update(txID string, at int64, fn func(*Tx)) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ids.NewTx(a.site, i), err)
 	}
-	before, ref := t.entries()
+	before, ref := t.changingEntries()
 	fn(&t)
 	t.UpdatedAt = at
 	if err := a.put(&t); err != nil {
 		return err
 	}
-	after, _ := t.entries()
+	after, _ := t.changingEntries()
 	return a.index2(added(after, before), added(before, after), ref)
 }
 
