@@ -161,6 +161,10 @@ func TestDB_crash(t *testing.T) {
 		require.LessOrEqual(t, cp, last, "kill %d (%s)", i, mode)
 		assert.Equal(t, replay(t, msgs[:cp]), dump(t, d, "fold"), "kill %d (%s): the model is messages 1..%d", i, mode, cp)
 		require.NoError(t, d.Close())
+		// The audit's read-models check says the same.
+		checks, err := Verify(context.Background(), dir, st, slog.Default(), fold{})
+		require.NoError(t, err)
+		assert.Zero(t, checks[0].Differences, "kill %d (%s): %v", i, mode, checks[0].First)
 		if cp < last {
 			midway++
 		}
