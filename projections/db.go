@@ -29,6 +29,9 @@ type DB struct {
 	err error
 	// chunkMsgs is CatchUp's chunk (catchUpMsgs; tests make it small).
 	chunkMsgs int
+	// batchBytes bounds one batch's writes (maxBatch; tests make it
+	// small).
+	batchBytes int
 }
 
 var modelName = regexp.MustCompile(`^[a-z]+$`)
@@ -67,7 +70,8 @@ func Open(dir string, log *slog.Logger, models ...Model) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projections: open %s: %w", dir, err)
 	}
-	d := &DB{pdb: pdb, log: log, models: models, applied: map[string]uint64{}, changed: make(chan struct{}), chunkMsgs: catchUpMsgs}
+	d := &DB{pdb: pdb, log: log, models: models, applied: map[string]uint64{}, changed: make(chan struct{}), chunkMsgs: catchUpMsgs,
+		batchBytes: maxBatch}
 	for _, m := range models {
 		if err := d.openModel(m); err != nil {
 			_ = pdb.Close()
@@ -181,24 +185,47 @@ func (d *DB) appliedLocked() uint64 {
 func (d *DB) View(name string) View { return View{r: d.pdb, prefix: modelPrefix(name)} }
 
 // ApplyMessages applies msgs, in stream order, to every model that has not
-// applied them yet, and commits them with each model's new checkpoint in
-// one batch. A message at or below a model's checkpoint is skipped for
-// that model, so applying a message twice changes nothing.
+// applied them yet, and commits them with each model's new checkpoint: in
+// one batch, or in several when their writes outgrow maxBatch, each batch
+// with the checkpoints of the messages it holds. A message at or below a
+// model's checkpoint is skipped for that model, so applying a message
+// twice changes nothing.
 func (d *DB) ApplyMessages(msgs []events.Msg) error {
 	_, err := d.apply(msgs, pebble.Sync)
 	return err
 }
 
-// apply is ApplyMessages with the commit's durability: pebble.Sync puts
-// the batch, and every batch committed before it, on disk before it
+// maxBatch bounds the writes of one batch: a batch's index of its own
+// writes (which a model's reads go through) slows down as it grows, and
+// holds them all in memory. A catch-up's chunk of messages that writes
+// more is committed in several batches.
+const maxBatch = 4 << 20
+
+// apply is ApplyMessages with the last commit's durability: pebble.Sync
+// puts the batch, and every batch committed before it, on disk before it
 // returns; pebble.NoSync leaves it to the next synced commit (a process
 // that dies loses nothing written, a machine that stops may lose the
-// batch, whole: its checkpoint with it). It returns how many events the
-// messages held.
+// batch, whole: its checkpoint with it). The batches before the last are
+// committed without a sync, which the last one's sync covers. It returns
+// how many events the messages held.
 func (d *DB) apply(msgs []events.Msg, sync *pebble.WriteOptions) (int, error) {
-	if len(msgs) == 0 {
-		return 0, nil
+	n := 0
+	for len(msgs) > 0 {
+		taken, evs, err := d.commit(msgs, sync)
+		if err != nil {
+			return 0, err
+		}
+		n += evs
+		msgs = msgs[taken:]
 	}
+	return n, nil
+}
+
+// commit applies msgs in order until they end or the batch's writes reach
+// maxBatch, and commits what it applied with the checkpoints; sync is the
+// durability when it took them all. It returns how many messages it took
+// (at least one) and how many events they held.
+func (d *DB) commit(msgs []events.Msg, sync *pebble.WriteOptions) (taken, n int, err error) {
 	pb := d.pdb.NewIndexedBatch()
 	defer pb.Close()
 	d.mu.Lock()
@@ -211,11 +238,11 @@ func (d *DB) apply(msgs []events.Msg, sync *pebble.WriteOptions) (int, error) {
 	for _, m := range d.models {
 		batches[m.Name()] = &Batch{b: pb, prefix: modelPrefix(m.Name())}
 	}
-	n := 0
-	for _, msg := range msgs {
+	for ; taken < len(msgs) && (taken == 0 || pb.Len() < d.batchBytes); taken++ {
+		msg := msgs[taken]
 		evs, err := events.Decode(msg.Data)
 		if err != nil {
-			return 0, fmt.Errorf("projections: message %d: %w", msg.Seq, err)
+			return 0, 0, fmt.Errorf("projections: message %d: %w", msg.Seq, err)
 		}
 		n += len(evs)
 		for _, m := range d.models {
@@ -224,23 +251,27 @@ func (d *DB) apply(msgs []events.Msg, sync *pebble.WriteOptions) (int, error) {
 				continue
 			}
 			if err := m.Apply(batches[name], msg, evs); err != nil {
-				return 0, &ModelError{Model: name, Seq: msg.Seq, Err: err}
+				return 0, 0, &ModelError{Model: name, Seq: msg.Seq, Err: err}
 			}
 			cps[name] = msg.Seq
 		}
 	}
+	last := msgs[taken-1].Seq
 	for name, b := range batches {
 		if err := b.flushCounters(); err != nil {
-			return 0, &ModelError{Model: name, Seq: msgs[len(msgs)-1].Seq, Err: err}
+			return 0, 0, &ModelError{Model: name, Seq: last, Err: err}
 		}
 	}
 	for name, cp := range cps {
 		if err := pb.Set(checkpointKey(name), binary.BigEndian.AppendUint64(nil, cp), nil); err != nil {
-			return 0, fmt.Errorf("projections: checkpoint %s: %w", name, err)
+			return 0, 0, fmt.Errorf("projections: checkpoint %s: %w", name, err)
 		}
 	}
+	if taken < len(msgs) {
+		sync = pebble.NoSync
+	}
 	if err := pb.Commit(sync); err != nil {
-		return 0, fmt.Errorf("projections: commit messages %d to %d: %w", msgs[0].Seq, msgs[len(msgs)-1].Seq, err)
+		return 0, 0, fmt.Errorf("projections: commit messages %d to %d: %w", msgs[0].Seq, last, err)
 	}
 	d.mu.Lock()
 	for name, cp := range cps {
@@ -248,7 +279,7 @@ func (d *DB) apply(msgs []events.Msg, sync *pebble.WriteOptions) (int, error) {
 	}
 	d.broadcastLocked()
 	d.mu.Unlock()
-	return n, nil
+	return taken, n, nil
 }
 
 // ModelError is a model's Apply failing for a message: the model stays at

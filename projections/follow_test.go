@@ -155,10 +155,15 @@ func TestDB_catchUp(t *testing.T) {
 	st, _ := newStore(t)
 	msgs := history(t, st, 500)
 	want := replay(t, msgs)
-	for _, chunk := range []int{catchUpMsgs, 1, 7, 64} {
+	for _, chunk := range []int{catchUpMsgs, 1, 7, 64, -1} {
 		d, err := Open(t.TempDir(), slog.Default(), fold{})
 		require.NoError(t, err)
 		d.chunkMsgs = chunk
+		if chunk == -1 {
+			// Chunks of every message, each committed in batches of
+			// one message: the batch's writes pass the bound at once.
+			d.chunkMsgs, d.batchBytes = catchUpMsgs, 1
+		}
 		require.NoError(t, d.CatchUp(context.Background(), st))
 		assert.Equal(t, msgs[len(msgs)-1].Seq, d.Applied(), "chunk %d", chunk)
 		assert.Equal(t, want, dump(t, d, "fold"), "chunk %d", chunk)
